@@ -1,0 +1,169 @@
+//! Active queue management: the trait every AQM implements, its verdicts and
+//! the typed reasons that index the drop / mark counters.
+//!
+//! An AQM only *decides*. It returns a [`Verdict`]; the egress port applies it
+//! in one place (`port`): `Mark` becomes CE on an ECN-capable packet, or a drop
+//! (`DropReason::NotEctMark`) on a Not-ECT one unless the port is configured to
+//! let it pass; `Drop` frees the frame and counts the reason.
+//!
+//! Time and randomness are arguments (`now`, `rng`); an AQM never reads a clock.
+//! One instance serves a whole port and keeps per-queue state itself, because
+//! some schemes are per-port (DCTCP port occupancy) and some per-queue.
+
+use crate::packet::Packet;
+use crate::rng::SimRng;
+use crate::units::Nanos;
+
+/// What an AQM wants done with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Leave it alone.
+    Pass,
+    /// Set CE (or drop if Not-ECT, as the port is configured).
+    Mark(MarkReason),
+    /// Drop it.
+    Drop(DropReason),
+}
+
+/// Why a packet was CE-marked. Indexes plain counter arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MarkReason {
+    /// Occupancy above a fixed threshold (DCTCP-ECN K, RED above max_th).
+    Threshold = 0,
+    /// A RED-style probabilistic decision (RED, PRED, probabilistic TCN).
+    Probabilistic,
+    /// Sojourn time above a threshold (TCN, ECN# instantaneous).
+    Sojourn,
+    /// A standing queue (ECN# persistent-queue logic, CoDel control law).
+    Persistent,
+    /// Above a dynamically computed threshold (MQ-ECN K_i, DiffECN K_p).
+    Dynamic,
+    /// A test hook marking every n-th packet (`--mark-every`).
+    Forced,
+}
+
+impl MarkReason {
+    /// Number of reasons (size of counter arrays).
+    pub const COUNT: usize = 6;
+    /// All reasons, in index order.
+    pub const ALL: [MarkReason; Self::COUNT] = [
+        MarkReason::Threshold,
+        MarkReason::Probabilistic,
+        MarkReason::Sojourn,
+        MarkReason::Persistent,
+        MarkReason::Dynamic,
+        MarkReason::Forced,
+    ];
+    /// Short name for counters output.
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkReason::Threshold => "threshold",
+            MarkReason::Probabilistic => "probabilistic",
+            MarkReason::Sojourn => "sojourn",
+            MarkReason::Persistent => "persistent",
+            MarkReason::Dynamic => "dynamic",
+            MarkReason::Forced => "forced",
+        }
+    }
+}
+
+/// Why a frame was dropped. Indexes plain counter arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DropReason {
+    /// The port's shared buffer had no room (drop-tail).
+    BufferFull = 0,
+    /// The queue's own limit was reached.
+    QueueLimit,
+    /// The AQM decided to drop (RED in drop mode, CoDel on Not-ECT, ...).
+    Aqm,
+    /// The AQM asked for a mark but the packet is Not-ECT.
+    NotEctMark,
+    /// Shorter than an Ethernet header / unusable.
+    Malformed,
+    /// Larger than the port can carry (frame > UMEM frame or MTU).
+    TooBig,
+    /// No UMEM frame free to copy a flooded frame into.
+    NoFrame,
+    /// Held too long (R-AQM: ACKs older than 5 ms in the VIQ).
+    Stale,
+}
+
+impl DropReason {
+    /// Number of reasons (size of counter arrays).
+    pub const COUNT: usize = 8;
+    /// All reasons, in index order.
+    pub const ALL: [DropReason; Self::COUNT] = [
+        DropReason::BufferFull,
+        DropReason::QueueLimit,
+        DropReason::Aqm,
+        DropReason::NotEctMark,
+        DropReason::Malformed,
+        DropReason::TooBig,
+        DropReason::NoFrame,
+        DropReason::Stale,
+    ];
+    /// Short name for counters output.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::BufferFull => "buffer_full",
+            DropReason::QueueLimit => "queue_limit",
+            DropReason::Aqm => "aqm",
+            DropReason::NotEctMark => "not_ect_mark",
+            DropReason::Malformed => "malformed",
+            DropReason::TooBig => "too_big",
+            DropReason::NoFrame => "no_frame",
+            DropReason::Stale => "stale",
+        }
+    }
+}
+
+/// Occupancy an AQM may read when it decides.
+///
+/// At enqueue the numbers exclude the arriving packet; at dequeue they exclude
+/// the departing one (what is left behind it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueCtx {
+    /// Queue index within the port.
+    pub queue: usize,
+    /// Bytes in this queue.
+    pub queue_bytes: u64,
+    /// Packets in this queue.
+    pub queue_pkts: u32,
+    /// Bytes in the whole port buffer (all queues).
+    pub port_bytes: u64,
+    /// Packets in the whole port buffer.
+    pub port_pkts: u32,
+    /// Queues on this port that currently hold packets.
+    pub active_queues: u32,
+}
+
+/// The hooks an AQM may implement; every hook has a do-nothing default.
+pub trait Aqm {
+    /// A packet is about to join queue `q.queue`.
+    fn on_enqueue(
+        &mut self,
+        _pkt: &Packet,
+        _q: &QueueCtx,
+        _now: Nanos,
+        _rng: &mut SimRng,
+    ) -> Verdict {
+        Verdict::Pass
+    }
+    /// A packet has left queue `q.queue` and is about to be transmitted.
+    fn on_dequeue(
+        &mut self,
+        _pkt: &Packet,
+        _q: &QueueCtx,
+        _now: Nanos,
+        _rng: &mut SimRng,
+    ) -> Verdict {
+        Verdict::Pass
+    }
+    /// A round-robin scheduler started serving `queue` in a new round
+    /// (it was given its quantum). MQ-ECN measures T_round from these.
+    fn on_round(&mut self, _queue: usize, _now: Nanos) {}
+    /// The port's buffer became empty at `now`.
+    fn on_idle(&mut self, _now: Nanos) {}
+}

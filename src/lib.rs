@@ -1,0 +1,16 @@
+//! softswitch: a software datacenter switch for AQM / ECN research.
+//!
+//! Layout (see README): a deterministic core that does no I/O and reads no
+//! clock — [`wire`] (packet views), [`bridge`] (L2 learning), [`port`] (egress
+//! queues, buffer, scheduler, AQM, shaper), [`aqm`], [`sched`], [`shaper`],
+//! [`delay`] — and the Linux layer around it: the XDP program loader and the
+//! AF_XDP sockets (`xsk`, the only module with `unsafe`), the data-path loop,
+//! host namespaces and the command line.
+
+pub mod aqm;
+pub mod delay;
+pub mod packet;
+pub mod rng;
+pub mod shaper;
+pub mod units;
+pub mod wire;

@@ -1,0 +1,229 @@
+//! Token-bucket shaper: the emulated link.
+//!
+//! The TCN prototype (tcn.txt §5, "Rate Limiter") shapes the qdisc's output
+//! with a token bucket of ≈ 1.67 MTU (2.5 KB) so that the queue builds in the
+//! qdisc, where the AQM sees it, and not in driver rings. We do the same at
+//! `--rate`: a frame of `len` bytes may leave when the bucket holds
+//! `len + overhead` bytes of credit; credit accrues at the link rate and is
+//! capped at the bucket size. Hence over any interval of length t the port
+//! sends at most `bucket + rate·t` bytes (checked by `invariants` and tests).
+//!
+//! Units: credit is kept in picoseconds of transmission time so that 64-byte
+//! frames at 10–100 Gbit/s cost an exact integer amount.
+//!
+//! `overhead` is the per-frame wire overhead counted against the rate:
+//! 24 bytes by default (preamble + SFD 8, FCS 4, inter-frame gap 12), so a
+//! `1gbit` port carries what a real 1 GbE link carries.
+
+use crate::units::{Nanos, Rate};
+
+/// Ethernet preamble + SFD (8) + FCS (4) + inter-frame gap (12).
+pub const ETHERNET_WIRE_OVERHEAD: u32 = 24;
+
+/// Default bucket size: ≈ 1.67 MTU as in the TCN prototype (tcn.txt §5).
+pub const DEFAULT_BUCKET_BYTES: u64 = 2_500;
+
+const PS_PER_NS: u128 = 1_000;
+
+/// A token bucket metering bytes against a link rate.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    rate: Rate,
+    bucket_bytes: u64,
+    overhead: u32,
+    bucket_ps: u128,
+    tokens_ps: u128,
+    last_ns: Nanos,
+}
+
+impl TokenBucket {
+    /// A full bucket of `bucket_bytes` at `rate`; `Rate::from_bps(0)` means unshaped.
+    pub fn new(rate: Rate, bucket_bytes: u64, overhead: u32, now: Nanos) -> Self {
+        let mut tb = TokenBucket {
+            rate,
+            bucket_bytes,
+            overhead,
+            bucket_ps: 0,
+            tokens_ps: 0,
+            last_ns: now,
+        };
+        tb.bucket_ps = tb.cost_ps(bucket_bytes);
+        tb.tokens_ps = tb.bucket_ps;
+        tb
+    }
+
+    /// Link rate.
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    /// Bucket size in bytes.
+    pub fn bucket_bytes(&self) -> u64 {
+        self.bucket_bytes
+    }
+    /// Per-frame overhead counted against the rate.
+    pub fn overhead(&self) -> u32 {
+        self.overhead
+    }
+    /// Whether the bucket meters at all.
+    pub fn is_shaping(&self) -> bool {
+        self.rate.bps() > 0
+    }
+
+    fn cost_ps(&self, bytes: u64) -> u128 {
+        if self.rate.bps() == 0 {
+            return 0;
+        }
+        // bytes·8 bits / (bits/s) in ps = bytes·8·1e12 / bps.
+        (bytes as u128 * 8 * 1_000_000_000_000).div_ceil(self.rate.bps() as u128)
+    }
+
+    fn frame_cost_ps(&self, len: u32) -> u128 {
+        self.cost_ps(len as u64 + self.overhead as u64)
+    }
+
+    fn refill(&mut self, now: Nanos) {
+        if now > self.last_ns {
+            let add = (now - self.last_ns) as u128 * PS_PER_NS;
+            self.tokens_ps = (self.tokens_ps + add).min(self.bucket_ps);
+            self.last_ns = now;
+        }
+    }
+
+    /// Takes credit for a `len`-byte frame if the bucket holds enough at `now`.
+    pub fn try_take(&mut self, len: u32, now: Nanos) -> bool {
+        if !self.is_shaping() {
+            return true;
+        }
+        self.refill(now);
+        let c = self.frame_cost_ps(len);
+        if self.tokens_ps >= c {
+            self.tokens_ps -= c;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The earliest time at which a `len`-byte frame could be sent (≤ now: at once).
+    pub fn ready_at(&self, len: u32, now: Nanos) -> Nanos {
+        if !self.is_shaping() {
+            return now;
+        }
+        let elapsed = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
+        let have = (self.tokens_ps + elapsed).min(self.bucket_ps);
+        let need = self.frame_cost_ps(len);
+        if have >= need {
+            now
+        } else {
+            now + (need - have).div_ceil(PS_PER_NS) as Nanos
+        }
+    }
+
+    /// Whether a frame of `len` bytes can ever pass (bucket ≥ frame + overhead).
+    pub fn fits(&self, len: u32) -> bool {
+        !self.is_shaping() || self.frame_cost_ps(len) <= self.bucket_ps
+    }
+
+    /// Debug-build check: credit never exceeds the bucket.
+    pub fn invariants(&self) {
+        debug_assert!(self.tokens_ps <= self.bucket_ps);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::{MS, US};
+
+    #[test]
+    fn full_bucket_then_rate() {
+        // 1 Gbit/s, bucket 2500 B, no overhead: 1500 B passes, a second does not
+        // until 1500 - 1000 = 500 B more credit (4 µs) has accrued.
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0);
+        assert!(tb.try_take(1500, 0));
+        assert!(!tb.try_take(1500, 0));
+        assert_eq!(tb.ready_at(1500, 0), 4 * US);
+        assert!(!tb.try_take(1500, 4 * US - 1));
+        assert!(tb.try_take(1500, 4 * US));
+    }
+
+    #[test]
+    fn credit_is_capped_at_bucket() {
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0);
+        // Idle for a second: still only one bucket of burst.
+        let t = 1_000 * MS;
+        assert!(tb.try_take(1500, t));
+        assert!(tb.try_take(1000, t));
+        assert!(!tb.try_take(1, t));
+        tb.invariants();
+    }
+
+    #[test]
+    fn overhead_counts_against_rate() {
+        let tb = TokenBucket::new(Rate::gbit(1), 3_000, 24, 0);
+        let mut tb2 = tb.clone();
+        assert!(tb2.try_take(1476, 0)); // 1500 B of credit
+        assert_eq!(tb2.ready_at(1476, 0), 0); // 1500 left of 3000
+        assert!(tb2.try_take(1476, 0));
+        assert_eq!(tb2.ready_at(1476, 0), 12 * US); // 1500 B at 1 Gbit/s
+        assert!(tb.fits(1514));
+        assert!(!TokenBucket::new(Rate::gbit(1), 1_000, 24, 0).fits(1514));
+    }
+
+    #[test]
+    fn unshaped_always_passes() {
+        let mut tb = TokenBucket::new(Rate::from_bps(0), 0, 24, 0);
+        for _ in 0..1000 {
+            assert!(tb.try_take(9000, 0));
+        }
+        assert_eq!(tb.ready_at(9000, 5), 5);
+    }
+
+    #[test]
+    fn exact_for_small_frames_at_10g() {
+        // 64 B + 24 B at 10 Gbit/s = 70.4 ns per frame; 1000 frames = 70.4 µs
+        // of credit, of which the initial bucket (200 B = 160 ns) was free.
+        let mut tb = TokenBucket::new(Rate::gbit(10), 200, 24, 0);
+        let mut now = 0;
+        let mut sent = 0;
+        while sent < 1000 {
+            now = tb.ready_at(64, now);
+            assert!(tb.try_take(64, now));
+            sent += 1;
+        }
+        // No fractional credit is lost to rounding: last send at 70400 − 160 ns.
+        assert_eq!(now, 70_400 - 160);
+    }
+
+    proptest::proptest! {
+        /// Over any window, bytes sent ≤ bucket + rate·window.
+        #[test]
+        fn never_exceeds_rate_plus_bucket(
+            steps in proptest::collection::vec((0u64..20_000, 64u32..1515), 1..400),
+            rate_mbit in 10u64..10_000,
+        ) {
+            let rate = Rate::mbit(rate_mbit);
+            let bucket = 2_500u64;
+            let mut tb = TokenBucket::new(rate, bucket, 0, 0);
+            let mut now = 0u64;
+            let mut log: Vec<(u64, u64)> = Vec::new();
+            for (dt, len) in steps {
+                now += dt;
+                if tb.try_take(len, now) {
+                    log.push((now, len as u64));
+                }
+                tb.invariants();
+            }
+            for i in 0..log.len() {
+                let mut bytes = 0u64;
+                for j in i..log.len() {
+                    bytes += log[j].1;
+                    let window = log[j].0 - log[i].0;
+                    let allowed = bucket as u128 + rate.bps() as u128 * window as u128 / 8_000_000_000;
+                    proptest::prop_assert!(bytes as u128 <= allowed + 1,
+                        "{} bytes in {} ns > {}", bytes, window, allowed);
+                }
+            }
+        }
+    }
+}
