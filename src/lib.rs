@@ -10,6 +10,7 @@
 pub mod aqm;
 pub mod delay;
 pub mod packet;
+pub mod preflight;
 pub mod rng;
 pub mod shaper;
 pub mod units;
