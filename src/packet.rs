@@ -61,6 +61,11 @@ pub trait FrameStore {
     fn bytes_mut(&mut self, frame: FrameId, len: u32) -> &mut [u8];
     /// Gives a dropped frame back to the pool.
     fn release(&mut self, frame: FrameId);
+    /// A new frame holding a copy of `frame`'s first `len` bytes (flooding
+    /// sends one frame out of several ports). `None`: no free frame.
+    fn clone_frame(&mut self, _frame: FrameId, _len: u32) -> Option<FrameId> {
+        None
+    }
 }
 
 /// A frame store on the heap, for tests, benchmarks and simulations.
@@ -115,5 +120,10 @@ impl FrameStore for VecStore {
     }
     fn release(&mut self, frame: FrameId) {
         self.take(frame);
+    }
+    fn clone_frame(&mut self, frame: FrameId, len: u32) -> Option<FrameId> {
+        let b = self.get(frame);
+        let copy = b[..(len as usize).min(b.len())].to_vec();
+        Some(self.insert(copy))
     }
 }
