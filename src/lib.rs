@@ -14,5 +14,6 @@ pub mod packet;
 pub mod preflight;
 pub mod rng;
 pub mod shaper;
+pub mod stats;
 pub mod units;
 pub mod wire;

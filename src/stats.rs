@@ -1,0 +1,115 @@
+//! Live counters for other processes: the data path publishes a JSON snapshot
+//! every few milliseconds (off the per-packet path: a copy of plain counters),
+//! and a small thread serves the latest one to whoever connects to a Unix
+//! socket. `softswitch stats` is such a client.
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+/// Where a switch serves its counters unless told otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/softswitch/stats.sock";
+
+/// The latest snapshot, shared between the data path and the server thread.
+#[derive(Clone, Default)]
+pub struct Published(Arc<Mutex<Arc<String>>>);
+
+impl Published {
+    /// Replaces the snapshot.
+    pub fn set(&self, json: String) {
+        let new = Arc::new(json);
+        if let Ok(mut g) = self.0.lock() {
+            *g = new;
+        }
+    }
+    /// The latest snapshot.
+    pub fn get(&self) -> Arc<String> {
+        self.0.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+}
+
+/// A running stats server; removes its socket file when dropped.
+pub struct StatsServer {
+    path: PathBuf,
+}
+
+impl StatsServer {
+    /// Listens on `path` (creating its directory) and serves `published`.
+    pub fn start(path: &Path, published: Published) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if path.exists() {
+            // A live switch answers; a stale socket from a killed one does not.
+            if UnixStream::connect(path).is_ok() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    format!(
+                        "another softswitch serves stats on {}; stop it, or give this one --stats-socket PATH",
+                        path.display()
+                    ),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let listener = UnixListener::bind(path)?;
+        thread::Builder::new().name("stats".into()).spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let snap = published.get();
+                let _ = conn.write_all(snap.as_bytes());
+            }
+        })?;
+        Ok(StatsServer {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for StatsServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads the latest snapshot from a running switch.
+pub fn fetch(path: &Path) -> Result<String, String> {
+    let mut s = UnixStream::connect(path).map_err(|e| {
+        format!(
+            "cannot reach a running softswitch at {}: {e}. Is it running (and did you start it with another --stats-socket)?",
+            path.display()
+        )
+    })?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_latest_snapshot_and_cleans_up() {
+        let dir = std::env::temp_dir().join(format!("ss-stats-{}", std::process::id()));
+        let path = dir.join("s.sock");
+        let p = Published::default();
+        p.set("{\"a\":1}".into());
+        let server = StatsServer::start(&path, p.clone()).unwrap();
+        assert_eq!(fetch(&path).unwrap(), "{\"a\":1}");
+        p.set("{\"a\":2}".into());
+        assert_eq!(fetch(&path).unwrap(), "{\"a\":2}");
+        // A second server on the same live socket is refused with advice.
+        let e = StatsServer::start(&path, p.clone())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--stats-socket"), "{e}");
+        drop(server);
+        assert!(!path.exists());
+        assert!(fetch(&path).unwrap_err().contains("Is it running"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
