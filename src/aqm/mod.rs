@@ -170,6 +170,7 @@ pub trait Aqm {
 
 pub mod dctcp;
 pub mod droptail;
+pub mod ecnsharp;
 pub mod tcn;
 pub mod util;
 
