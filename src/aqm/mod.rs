@@ -171,6 +171,7 @@ pub trait Aqm {
 pub mod dctcp;
 pub mod droptail;
 pub mod ecnsharp;
+pub mod mqecn;
 pub mod tcn;
 pub mod util;
 
