@@ -168,6 +168,7 @@ pub trait Aqm {
     fn on_idle(&mut self, _now: Nanos) {}
 }
 
+pub mod codel;
 pub mod dctcp;
 pub mod droptail;
 pub mod ecnsharp;
