@@ -173,6 +173,7 @@ pub mod dctcp;
 pub mod droptail;
 pub mod ecnsharp;
 pub mod mqecn;
+pub mod red;
 pub mod tcn;
 pub mod util;
 
