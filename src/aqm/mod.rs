@@ -169,6 +169,7 @@ pub trait Aqm {
 }
 
 pub mod codel;
+pub mod config;
 pub mod dctcp;
 pub mod droptail;
 pub mod ecnsharp;
@@ -177,6 +178,7 @@ pub mod red;
 pub mod tcn;
 pub mod util;
 
+pub use config::{AqmConfig, AqmConfigError, AqmEnv, AqmKind};
 
 /// Which occupancy a queue-length AQM compares with its threshold
 /// (tcn.txt §3.2: per-queue vs per-port ECN/RED).
