@@ -37,8 +37,10 @@
 //! (`--rtt`) we scale the setting TCN's authors found best on their 1 Gbit/s,
 //! RTT ≈ 250 µs testbed (tcn.txt §6.1: target = 51.2 µs, interval = 1024 µs):
 //! TARGET = 0.2048 × RTT, INTERVAL = 4.096 × RTT. MAXPACKET = the MTU.
-//! State is per queue (CoDel is a per-queue AQM, RFC 8289 §4.4... fq_codel
-//! keeps one per flow queue).
+//! State is per queue: with several queues each one runs its own CoDel
+//! (RFC 8289 §4 discusses use with multiple queues), as the TCN prototype's
+//! CoDel does per switch queue (tcn.txt §5: it "closely tracks the Linux
+//! source code").
 
 use super::util::{de_duration, de_size, scale_ns, ser_duration, ser_size};
 use super::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};

@@ -173,6 +173,8 @@ pub mod config;
 pub mod dctcp;
 pub mod droptail;
 pub mod ecnsharp;
+#[cfg(test)]
+mod invariants;
 pub mod mqecn;
 pub mod red;
 pub mod tcn;
