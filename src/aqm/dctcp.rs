@@ -91,19 +91,27 @@ impl Config {
     }
     /// One line with the effective values.
     pub fn describe(&self) -> String {
+        let side = match self.side {
+            Side::Enqueue => "enqueue",
+            Side::Dequeue => "dequeue",
+        };
+        let occ = match self.occupancy {
+            Occupancy::Queue => "queue",
+            Occupancy::Port => "port",
+        };
+        let unit = match self.unit {
+            LengthUnit::Bytes => "B",
+            LengthUnit::Packets => "pkts",
+        };
+        let arriving = if self.count_arriving && self.side == Side::Enqueue {
+            " (incl. the arriving packet)"
+        } else {
+            ""
+        };
         format!(
-            "dctcp: mark at {:?} iff {:?} occupancy{} > K = {} {:?} (tcn.txt §2.1 Eq. 1)",
-            self.side,
-            self.occupancy,
-            if self.count_arriving && self.side == Side::Enqueue {
-                " incl. arriving pkt"
-            } else {
-                ""
-            },
-            self.k,
-            self.unit
+            "dctcp: mark at {side} iff {occ} occupancy{arriving} > K = {} {unit} (tcn.txt §2.1 Eq. 1)",
+            self.k
         )
-        .to_lowercase()
     }
 }
 

@@ -27,6 +27,16 @@
 //! pst_interval` (A1:28). `first_above_time == 0` means "unset" (A1:23, A1:26),
 //! as in the paper; the data path's monotonic clock never reads 0.
 //!
+//! The `else` at A1:12 matters: while marking, a packet that is neither
+//! below target nor due (`now() ≤ marking_next`) falls to A1:19 and passes.
+//! The authors' ns-3 model (snowzjx/ns3-ecn-sharp, `ecn-sharp-queue-disc.cc`)
+//! has the same structure but differs in two details we do **not** copy,
+//! since the paper is the reference here: it marks when `now >= markNext`
+//! (A1:7 says `>`), and schedules `markNext = now + interval/√count` (A1:9
+//! says `marking_next += ...`, i.e. from the schedule, not from the packet),
+//! and it arms detection at `first_above_time = now + pst_interval` (same
+//! timing as A1:27–28, different bookkeeping).
+//!
 //! State is kept per queue (the Tofino prototype keeps it per egress
 //! port/queue in register arrays, §4).
 //!

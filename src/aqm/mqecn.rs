@@ -34,6 +34,10 @@
 //! * **Marking.** At enqueue, per-queue occupancy *including* the arriving
 //!   packet strictly larger than K_i (the prototype's `len_bytes > thresh`).
 //!
+//! * **Queues outside the round** (strict-priority queues of SP+DWRR) are
+//!   given quantum 0 by the scheduler: they have no round share to estimate,
+//!   so they keep the standard threshold C × RTT × λ.
+//!
 //! Units: quanta and K in bytes, C from the port rate, times in ns.
 //! Defaults: λ = 1, RTT = `--rtt`, β = 0.75, T_idle = MTU time at C.
 
@@ -111,7 +115,8 @@ pub fn smooth_round(t_round_ns: f64, sample_ns: f64, beta: f64) -> f64 {
     beta * t_round_ns + (1.0 - beta) * sample_ns
 }
 
-/// K_i = min(quantum_i / T_round, C) × RTT × λ, bytes; T_round = 0 → C × RTT × λ.
+/// K_i = min(quantum_i / T_round, C) × RTT × λ, bytes; T_round = 0 (no
+/// estimate) or quantum 0 (queue outside the round) → C × RTT × λ.
 pub fn threshold_bytes(
     quantum_bytes: u64,
     t_round_ns: f64,
@@ -120,7 +125,7 @@ pub fn threshold_bytes(
     lambda: f64,
 ) -> f64 {
     let c = rate.bytes_per_sec();
-    let ci = if t_round_ns > 0.0 {
+    let ci = if t_round_ns > 0.0 && quantum_bytes > 0 {
         (quantum_bytes as f64 * SEC as f64 / t_round_ns).min(c)
     } else {
         c
@@ -261,6 +266,9 @@ impl Aqm for MqEcn {
         Verdict::Pass
     }
     fn on_round(&mut self, queue: usize, now: Nanos) {
+        if self.quanta.get(queue).is_none_or(|&q| q == 0) {
+            return;
+        }
         let Some(start) = self.vars.round_start.get_mut(queue) else {
             return;
         };
@@ -350,6 +358,16 @@ mod tests {
             two.on_enqueue(&ect(1500, 0), &above, 3_000_000, &mut rng),
             Verdict::Mark(MarkReason::Dynamic)
         );
+    }
+
+    #[test]
+    fn strict_priority_queue_keeps_standard_threshold() {
+        let mut a = MqEcn::new(Config::default(), vec![0, 1500, 1500], Rate::gbit(1));
+        // The SP queue also sends 12 µs per cycle: the DWRR round lasts 36 µs.
+        serve(&mut a, &[0, 1, 2], 50, 1_000_000);
+        assert!((a.t_round_ns() - 36_000.0).abs() < 1.0);
+        assert!((a.threshold(0) - 31_250.0).abs() < 1e-3);
+        assert!((a.threshold(1) - 31_250.0 / 3.0).abs() < 5.0);
     }
 
     #[test]
