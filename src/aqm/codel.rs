@@ -2,15 +2,15 @@
 //!
 //! K. Nichols, V. Jacobson, A. McGregor, J. Iyengar, "Controlled Delay Active
 //! Queue Management", RFC 8289 (2018). Followed: the pseudo-code of §5
-//! (`dodequeue()` / `dequeue()` in §5.5, `control_law()` in §5.6) — the
+//! (`dequeue()`, `dodequeue()`, `control_law()`, §5.5–§5.6) — the
 //! Linux variant the RFC prints.
 //!
 //! ```text
 //!   ok_to_drop: sojourn ≥ TARGET and more than MAXPACKET left, continuously
-//!               for INTERVAL  (first_above_time = now + INTERVAL)     §5.5
-//!   control_law(t, count) = t + INTERVAL / √count                    §5.6, §3.3
+//!               for INTERVAL  (first_above_time = now + INTERVAL)     §5
+//!   control_law(t, count) = t + INTERVAL / √count                    §5, §3.3
 //!   entering drop state: count = count − lastcount if that is > 1 and
-//!               now − drop_next < 16·INTERVAL (re-entering soon), else 1  §5.5
+//!               now − drop_next < 16·INTERVAL (re-entering soon), else 1  §5
 //! ```
 //!
 //! * **Marking.** With `ecn = true` an ECT packet that would be dropped is
@@ -54,7 +54,7 @@ pub const TARGET_PER_RTT: f64 = 0.2048;
 /// INTERVAL / RTT (tcn.txt §6.1: 1024 µs at 250 µs).
 pub const INTERVAL_PER_RTT: f64 = 4.096;
 
-/// CoDel parameters (RFC 8289 §5.3 constants).
+/// CoDel parameters (the constants of RFC 8289 §5).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -88,7 +88,7 @@ impl Config {
             ecn: true,
         }
     }
-    /// RFC 8289 §5.3 Internet defaults: 5 ms / 100 ms.
+    /// RFC 8289 Internet defaults (§4.2, §4.3, §5): 5 ms / 100 ms.
     pub fn rfc_defaults(mtu_bytes: u32) -> Self {
         Config {
             target: 5_000_000,
@@ -127,7 +127,7 @@ impl Config {
     }
 }
 
-/// control_law(t, count) = t + INTERVAL / √count (RFC 8289 §5.6).
+/// control_law(t, count) = t + INTERVAL / √count (RFC 8289 §5).
 pub fn control_law(t: Nanos, interval: Nanos, count: u32) -> Nanos {
     t + (interval as f64 / (count.max(1) as f64).sqrt()).round() as Nanos
 }
@@ -145,7 +145,7 @@ pub enum Pending {
     AfterLoopDrop,
 }
 
-/// Per-queue state (RFC 8289 §5.2).
+/// Per-queue state (RFC 8289 §5 instance variables).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Vars {
     /// Time sojourn went above TARGET + INTERVAL (0 = unset), ns.
@@ -204,7 +204,7 @@ impl Codel {
         })
     }
 
-    /// `dodequeue()`'s ok_to_drop computation (RFC 8289 §5.5).
+    /// `dodequeue()`'s ok_to_drop computation (RFC 8289 §5).
     fn ok_to_drop(&mut self, i: usize, sojourn: Nanos, bytes_left: u64, now: Nanos) -> bool {
         let p = &self.params;
         let v = &mut self.vars[i];
@@ -222,7 +222,7 @@ impl Codel {
         }
     }
 
-    /// One pass of `while (now >= drop_next && dropping)` (RFC 8289 §5.5).
+    /// One pass of `while (now >= drop_next && dropping)` (RFC 8289 §5).
     fn loop_step(&mut self, i: usize, markable: bool, now: Nanos) -> Verdict {
         let interval = self.params.interval;
         let v = &mut self.vars[i];
@@ -243,7 +243,7 @@ impl Codel {
         }
     }
 
-    /// `else if (r.ok_to_drop)`: enter the dropping state (RFC 8289 §5.5).
+    /// `else if (r.ok_to_drop)`: enter the dropping state (RFC 8289 §5).
     fn enter(&mut self, i: usize, markable: bool, now: Nanos) -> Verdict {
         let interval = self.params.interval;
         let v = &mut self.vars[i];
