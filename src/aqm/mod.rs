@@ -167,3 +167,53 @@ pub trait Aqm {
     /// The port's buffer became empty at `now`.
     fn on_idle(&mut self, _now: Nanos) {}
 }
+
+pub mod codel;
+pub mod config;
+pub mod dctcp;
+pub mod droptail;
+pub mod ecnsharp;
+#[cfg(test)]
+mod invariants;
+pub mod mqecn;
+pub mod red;
+pub mod tcn;
+pub mod util;
+
+pub use config::{AqmConfig, AqmConfigError, AqmEnv, AqmKind};
+
+/// Which occupancy a queue-length AQM compares with its threshold
+/// (tcn.txt §3.2: per-queue vs per-port ECN/RED).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Occupancy {
+    /// The packet's own queue (`QueueCtx::queue_bytes` / `queue_pkts`).
+    #[default]
+    Queue,
+    /// The whole port buffer (`QueueCtx::port_bytes` / `port_pkts`).
+    Port,
+}
+
+/// Unit in which a queue length is counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LengthUnit {
+    /// Bytes of frames.
+    #[default]
+    Bytes,
+    /// Packets (frames).
+    Packets,
+}
+
+impl QueueCtx {
+    /// The occupancy `occ` counted in `unit` (what is queued, excluding the
+    /// packet being decided on).
+    pub fn length(&self, occ: Occupancy, unit: LengthUnit) -> u64 {
+        match (occ, unit) {
+            (Occupancy::Queue, LengthUnit::Bytes) => self.queue_bytes,
+            (Occupancy::Queue, LengthUnit::Packets) => self.queue_pkts as u64,
+            (Occupancy::Port, LengthUnit::Bytes) => self.port_bytes,
+            (Occupancy::Port, LengthUnit::Packets) => self.port_pkts as u64,
+        }
+    }
+}
