@@ -203,7 +203,7 @@ pub fn fmt_duration(ns: Nanos) -> String {
         format!("{}s", ns / SEC)
     } else if ns >= MS && ns % 1000 == 0 {
         format!("{}ms", ns as f64 / 1e6)
-    } else if ns >= US && ns % 1 == 0 && ns % 10 == 0 {
+    } else if ns >= US && ns % 10 == 0 {
         format!("{}us", ns as f64 / 1e3)
     } else {
         format!("{ns}ns")
