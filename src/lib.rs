@@ -12,5 +12,6 @@ pub mod delay;
 pub mod packet;
 pub mod rng;
 pub mod shaper;
+pub mod topo;
 pub mod units;
 pub mod wire;
