@@ -1,0 +1,245 @@
+//! Root integration tests of the host namespaces (`softswitch::topo`), with
+//! a Linux bridge standing in for the switch. Skipped unless root.
+
+mod common;
+
+use std::sync::Mutex;
+use std::thread::sleep;
+use std::time::Duration;
+
+use common::{leftovers, ping, run_ok, skip_unless_root, skip_unless_tools, TestTopo};
+use softswitch::topo::{self, CongestionControl, TopoConfig, TopoError};
+
+/// The tests check machine-wide state (registered struct_ops, allowed cc
+/// list), so they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn available_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap()
+}
+
+fn allowed_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap()
+}
+
+fn switch_rx(ifname: &str) -> (u64, u64) {
+    let read = |stat: &str| -> u64 {
+        std::fs::read_to_string(format!("/sys/class/net/{ifname}/statistics/{stat}"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    (read("rx_packets"), read("rx_bytes"))
+}
+
+/// Runs a 3 s iperf3 transfer h1 -> h2 and returns `ss -tino` of h1 taken
+/// during it, and the iperf3 client's output.
+fn transfer(t: &mut TestTopo) -> (String, String) {
+    let server_ip = t.hosts[1].ip.to_string();
+    t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
+    sleep(Duration::from_millis(300));
+    let client = t.spawn(
+        0,
+        &[
+            "iperf3",
+            "-c",
+            &server_ip,
+            "-p",
+            "5201",
+            "-t",
+            "3",
+            "--connect-timeout",
+            "3000",
+        ],
+    );
+    sleep(Duration::from_millis(1500));
+    let ss = run_ok(&mut t.hosts[0].exec(&["ss", "-tino", "dst", &server_ip]));
+    let out = t.wait(client, Duration::from_secs(10));
+    (ss, out)
+}
+
+#[test]
+fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
+    let name = "tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = serial();
+    let cc_before = available_cc();
+    let allowed_before = allowed_cc();
+
+    let mut t = TestTopo::with(|c| {
+        c.hosts = 2;
+        c.rto_min = Some(Duration::from_millis(5));
+    });
+    let prefix = t.prefix.clone();
+    assert!(
+        t.cc == "bpf_dctcp" || t.cc == "dctcp",
+        "DCTCP expected, got {}",
+        t.cc
+    );
+    assert_eq!(t.hosts[0].ns, format!("{prefix}-h1"));
+    assert_eq!(t.hosts[1].switch_if, format!("{prefix}-h2-sw"));
+    assert_eq!(t.hosts[1].ip.to_string(), "10.99.0.2");
+    assert_eq!(t.hosts[1].mac, [2, 0, 0, 0, 0, 2]);
+    let route = run_ok(&mut t.hosts[0].exec(&["ip", "route", "show", "10.99.0.0/24"]));
+    assert!(
+        route.contains("rto_min") && route.contains("5ms"),
+        "{route}"
+    );
+
+    t.bridge_all();
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let sw = t.hosts[0].switch_if.clone();
+    let (pkts0, bytes0) = switch_rx(&sw);
+    let (ss, iperf) = transfer(&mut t);
+    eprintln!("ss -tino on h1:\n{ss}\niperf3:\n{iperf}");
+    let data_conn = ss
+        .lines()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[0].starts_with("ESTAB"))
+        .map(|w| w[1].to_owned())
+        .max_by_key(|l| l.len())
+        .expect("an established connection in ss output");
+    assert!(
+        data_conn.contains(&format!(" {} ", t.cc)),
+        "ss does not show {}: {data_conn}",
+        t.cc
+    );
+    assert!(
+        data_conn.contains(" ecn "),
+        "ss does not show ecn: {data_conn}"
+    );
+
+    // Frames on the wire are MTU-sized (no TSO super-packets).
+    let (pkts1, bytes1) = switch_rx(&sw);
+    let avg = (bytes1 - bytes0) / (pkts1 - pkts0).max(1);
+    assert!(pkts1 - pkts0 > 10_000, "too few frames: {}", pkts1 - pkts0);
+    assert!(avg <= 1514, "average frame {avg} B > MTU + Ethernet header");
+
+    let report = t.down();
+    eprintln!("down: {report}");
+    assert!(
+        report.namespaces.len() == 2 && report.links.len() == 2,
+        "{report}"
+    );
+    assert!(leftovers(&prefix).is_empty(), "{:?}", leftovers(&prefix));
+    assert!(!topo::list().iter().any(|r| r.prefix == prefix));
+    if topo::list().is_empty() {
+        // Nothing else uses it: the registration and allowed list are back.
+        assert_eq!(available_cc(), cc_before);
+        assert_eq!(allowed_cc(), allowed_before);
+    }
+    // Idempotent.
+    assert!(topo::down(&prefix).unwrap().is_empty());
+}
+
+#[test]
+fn failed_up_cleans_up_what_it_made_and_the_first_topology_keeps_working() {
+    let name = "failed_up_cleans_up_what_it_made_and_the_first_topology_keeps_working";
+    if skip_unless_root(name) || skip_unless_tools(name, &["ping"]) {
+        return;
+    }
+    let _serial = serial();
+    let mut first = TestTopo::new(2);
+    first.bridge_all();
+    ping(&first.hosts[0], first.hosts[1].ip);
+
+    // Same prefix again: refused before anything is made.
+    let again = TopoConfig {
+        prefix: first.prefix.clone(),
+        hosts: 3,
+        ..TopoConfig::default()
+    };
+    match topo::up(&again) {
+        Err(e @ TopoError::NamesInUse { .. }) => {
+            assert!(e.to_string().contains("topo down --prefix"), "{e}")
+        }
+        other => panic!("expected NamesInUse, got {other:?}"),
+    }
+
+    // A failure half-way (after host 1 of 3): everything of that call goes.
+    let other = TopoConfig {
+        prefix: common::unique_prefix(),
+        hosts: 3,
+        ..TopoConfig::default()
+    };
+    match topo::up_with_fault(&other, 1) {
+        Err(TopoError::InjectedFault(1)) => {}
+        r => panic!("expected InjectedFault, got {r:?}"),
+    }
+    assert!(
+        leftovers(&other.prefix).is_empty(),
+        "{:?}",
+        leftovers(&other.prefix)
+    );
+    assert!(!topo::list().iter().any(|r| r.prefix == other.prefix));
+
+    // The first topology is untouched: its hosts, its cc, its traffic.
+    assert_eq!(leftovers(&first.prefix).len(), 4);
+    assert!(available_cc().split_whitespace().any(|n| n == first.cc));
+    ping(&first.hosts[1], first.hosts[0].ip);
+    let cc = run_ok(&mut first.hosts[0].exec(&["sysctl", "-n", "net.ipv4.tcp_congestion_control"]));
+    assert_eq!(cc.trim(), first.cc);
+}
+
+#[test]
+fn named_cc_gives_a_plain_ecn_baseline() {
+    let name = "named_cc_gives_a_plain_ecn_baseline";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = serial();
+    let allowed_before = allowed_cc();
+    let mut t = TestTopo::with(|c| c.cc = CongestionControl::Named("cubic".into()));
+    assert_eq!(t.cc, "cubic");
+    assert!(allowed_cc().split_whitespace().any(|n| n == "cubic"));
+    t.bridge_all();
+    let (ss, _) = transfer(&mut t);
+    assert!(ss.contains(" cubic "), "{ss}");
+    assert!(ss.contains(" ecn "), "{ss}");
+    let prefix = t.prefix.clone();
+    t.down();
+    assert!(leftovers(&prefix).is_empty());
+    if topo::list().is_empty() {
+        assert_eq!(allowed_cc(), allowed_before);
+    }
+}
+
+#[test]
+fn down_of_an_unknown_prefix_is_a_no_op() {
+    if skip_unless_root("down_of_an_unknown_prefix_is_a_no_op") {
+        return;
+    }
+    let _serial = serial();
+    let report = topo::down(&common::unique_prefix()).unwrap();
+    assert!(
+        report.namespaces.is_empty() && report.links.is_empty(),
+        "{report}"
+    );
+}
+
+#[test]
+fn unknown_cc_is_refused_with_the_available_list() {
+    if skip_unless_root("unknown_cc_is_refused_with_the_available_list") {
+        return;
+    }
+    let _serial = serial();
+    let cfg = TopoConfig {
+        prefix: common::unique_prefix(),
+        cc: CongestionControl::Named("nosuchcc".into()),
+        ..TopoConfig::default()
+    };
+    match topo::up(&cfg) {
+        Err(e @ TopoError::CcUnavailable { .. }) => assert!(e.to_string().contains("reno"), "{e}"),
+        r => panic!("expected CcUnavailable, got {r:?}"),
+    }
+    assert!(leftovers(&cfg.prefix).is_empty());
+    assert!(!topo::list().iter().any(|r| r.prefix == cfg.prefix));
+}
