@@ -7,7 +7,10 @@ use std::sync::Mutex;
 use std::thread::sleep;
 use std::time::Duration;
 
-use common::{leftovers, ping, run_ok, skip_unless_root, skip_unless_tools, TestTopo};
+use common::{
+    attach_ce_marker, leftovers, ping, run_ok, skip_unless_root, skip_unless_tools,
+    tcp_ext_counter, TestTopo,
+};
 use softswitch::topo::{self, CongestionControl, TopoConfig, TopoError};
 
 /// The tests check machine-wide state (registered struct_ops, allowed cc
@@ -37,9 +40,9 @@ fn switch_rx(ifname: &str) -> (u64, u64) {
     (read("rx_packets"), read("rx_bytes"))
 }
 
-/// Runs a 3 s iperf3 transfer h1 -> h2 and returns `ss -tino` of h1 taken
-/// during it, and the iperf3 client's output.
-fn transfer(t: &mut TestTopo) -> (String, String) {
+/// Runs a 3 s iperf3 transfer h1 -> h2; returns `ss -tino` of h1 sampled
+/// every 0.5 s during it (5 samples), and the iperf3 client's output.
+fn transfer(t: &mut TestTopo) -> (Vec<String>, String) {
     let server_ip = t.hosts[1].ip.to_string();
     t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
     sleep(Duration::from_millis(300));
@@ -57,10 +60,36 @@ fn transfer(t: &mut TestTopo) -> (String, String) {
             "3000",
         ],
     );
-    sleep(Duration::from_millis(1500));
-    let ss = run_ok(&mut t.hosts[0].exec(&["ss", "-tino", "dst", &server_ip]));
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        sleep(Duration::from_millis(500));
+        samples.push(run_ok(
+            &mut t.hosts[0].exec(&["ss", "-tino", "dst", &server_ip]),
+        ));
+    }
     let out = t.wait(client, Duration::from_secs(10));
-    (ss, out)
+    (samples, out)
+}
+
+/// The info line of the bulk connection in `ss -tino` output (iperf3 also
+/// keeps an idle control connection): the one with most bytes sent.
+fn data_conn(ss: &str) -> Option<String> {
+    ss.lines()
+        .filter(|l| l.contains("bytes_sent:"))
+        .max_by_key(|l| field(l, "bytes_sent:").unwrap_or(0))
+        .map(str::to_owned)
+}
+
+/// `name<number>` in an ss info line, e.g. `cwnd:`.
+fn field(line: &str, name: &str) -> Option<u64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(name))
+        .and_then(|v| v.parse().ok())
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
 }
 
 #[test]
@@ -97,16 +126,10 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
     ping(&t.hosts[0], t.hosts[1].ip);
     let sw = t.hosts[0].switch_if.clone();
     let (pkts0, bytes0) = switch_rx(&sw);
-    let (ss, iperf) = transfer(&mut t);
+    let (samples, iperf) = transfer(&mut t);
+    let ss = &samples[2];
     eprintln!("ss -tino on h1:\n{ss}\niperf3:\n{iperf}");
-    let data_conn = ss
-        .lines()
-        .collect::<Vec<_>>()
-        .windows(2)
-        .filter(|w| w[0].starts_with("ESTAB"))
-        .map(|w| w[1].to_owned())
-        .max_by_key(|l| l.len())
-        .expect("an established connection in ss output");
+    let data_conn = data_conn(ss).expect("the bulk connection in ss output");
     assert!(
         data_conn.contains(&format!(" {} ", t.cc)),
         "ss does not show {}: {data_conn}",
@@ -201,7 +224,8 @@ fn named_cc_gives_a_plain_ecn_baseline() {
     assert_eq!(t.cc, "cubic");
     assert!(allowed_cc().split_whitespace().any(|n| n == "cubic"));
     t.bridge_all();
-    let (ss, _) = transfer(&mut t);
+    let (samples, _) = transfer(&mut t);
+    let ss = data_conn(&samples[2]).expect("the bulk connection in ss output");
     assert!(ss.contains(" cubic "), "{ss}");
     assert!(ss.contains(" ecn "), "{ss}");
     let prefix = t.prefix.clone();
@@ -242,4 +266,73 @@ fn unknown_cc_is_refused_with_the_available_list() {
     }
     assert!(leftovers(&cfg.prefix).is_empty());
     assert!(!topo::list().iter().any(|r| r.prefix == cfg.prefix));
+}
+
+/// Result of one marked transfer: share of delivered packets the sender saw
+/// as CE-echoed, and the median cwnd of the bulk connection.
+struct MarkedRun {
+    cc: String,
+    ce_share: f64,
+    median_cwnd: u64,
+}
+
+fn marked_transfer(cc: CongestionControl, per_mille: u32) -> MarkedRun {
+    let mut t = TestTopo::with(|c| c.cc = cc);
+    t.bridge_all();
+    attach_ce_marker(&t.hosts[1], per_mille);
+    let (samples, iperf) = transfer(&mut t);
+    let cwnds: Vec<u64> = samples
+        .iter()
+        .filter_map(|s| data_conn(s).and_then(|l| field(&l, "cwnd:")))
+        .collect();
+    assert!(cwnds.len() >= 3, "too few ss samples: {samples:?}");
+    let delivered = tcp_ext_counter(&t.hosts[0], "TCPDelivered");
+    let delivered_ce = tcp_ext_counter(&t.hosts[0], "TCPDeliveredCE");
+    let run = MarkedRun {
+        cc: t.cc.clone(),
+        ce_share: delivered_ce as f64 / delivered.max(1) as f64,
+        median_cwnd: median(cwnds.clone()),
+    };
+    eprintln!(
+        "{}: delivered {delivered}, CE-echoed {delivered_ce} ({:.2} %), cwnd samples {cwnds:?}\n{iperf}",
+        run.cc,
+        100.0 * run.ce_share
+    );
+    run
+}
+
+/// The DCTCP receiver echoes each CE mark exactly (ECE mirrors the CE state
+/// of the data, with the delayed-ACK handling of the CE state machine), so
+/// the sender sees about the marked share; an RFC 3168 receiver holds ECE
+/// until CWR, so the sender sees far more. And DCTCP cuts by alpha/2 rather
+/// than halving, so under light marking its window stays several times
+/// larger than cubic's.
+#[test]
+fn dctcp_echoes_ce_exactly_and_keeps_its_window_under_light_marking() {
+    let name = "dctcp_echoes_ce_exactly_and_keeps_its_window_under_light_marking";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss", "clang", "tc"]) {
+        return;
+    }
+    let _serial = serial();
+    let dctcp = marked_transfer(CongestionControl::Dctcp, 10);
+    let cubic = marked_transfer(CongestionControl::Named("cubic".into()), 10);
+
+    assert!(
+        (0.004..0.03).contains(&dctcp.ce_share),
+        "{}: {:.3} % of deliveries CE-echoed with 1 % marked",
+        dctcp.cc,
+        100.0 * dctcp.ce_share
+    );
+    assert!(
+        cubic.ce_share > 0.03,
+        "cubic (RFC 3168 echo): only {:.3} % CE-echoed",
+        100.0 * cubic.ce_share
+    );
+    assert!(
+        dctcp.median_cwnd > 2 * cubic.median_cwnd,
+        "median cwnd {} {} vs cubic {}",
+        dctcp.cc,
+        dctcp.median_cwnd,
+        cubic.median_cwnd
+    );
 }

@@ -249,3 +249,70 @@ pub fn leftovers(prefix: &str) -> Vec<String> {
     }
     left
 }
+
+/// Source of the CE-marking tc program (see the file's header).
+pub const CE_MARK_SOURCE: &str = include_str!("ce_mark.bpf.c");
+
+/// Sets CE on `per_mille`/1000 of the ECN-capable IPv4 packets arriving at
+/// `host` (a clsact ingress BPF filter on its eth0) — a stand-in for a
+/// marking switch. Removed with the namespace.
+pub fn attach_ce_marker(host: &Host, per_mille: u32) {
+    let dir =
+        std::env::temp_dir().join(format!("softswitch-ce-{}-{}", std::process::id(), host.ns));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("ce_mark.bpf.c");
+    let obj = dir.join("ce_mark.o");
+    std::fs::write(&src, CE_MARK_SOURCE).unwrap();
+    let mut clang = Command::new("clang");
+    clang
+        .args([
+            "-O2",
+            "-g",
+            "-target",
+            "bpf",
+            "-I/usr/include/x86_64-linux-gnu",
+        ])
+        .arg(format!("-DMARK_PER_MILLE={per_mille}"))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj);
+    run_ok(&mut clang);
+    run_ok(&mut host.exec(&["tc", "qdisc", "add", "dev", &host.host_if, "clsact"]));
+    let obj = obj.to_string_lossy().into_owned();
+    run_ok(&mut host.exec(&[
+        "tc",
+        "filter",
+        "add",
+        "dev",
+        &host.host_if,
+        "ingress",
+        "bpf",
+        "da",
+        "obj",
+        &obj,
+        "sec",
+        "tc",
+    ]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `TcpExt` counter (e.g. `TCPDeliveredCE`) of `host`'s namespace, from
+/// /proc/net/netstat.
+pub fn tcp_ext_counter(host: &Host, name: &str) -> u64 {
+    let text = run_ok(&mut host.exec(&["cat", "/proc/net/netstat"]));
+    let mut lines = text.lines();
+    while let (Some(keys), Some(values)) = (lines.next(), lines.next()) {
+        if !keys.starts_with("TcpExt:") {
+            continue;
+        }
+        let keys = keys.split_whitespace().skip(1);
+        let values = values.split_whitespace().skip(1);
+        for (k, v) in keys.zip(values) {
+            if k == name {
+                return v.parse().expect("counter value");
+            }
+        }
+    }
+    panic!("no TcpExt counter {name}");
+}
