@@ -26,14 +26,7 @@ fn main() -> Result<()> {
             "--hosts" => cfg.hosts = value()?.parse().context("--hosts")?,
             "--subnet" => cfg.subnet = value()?.parse().map_err(|e: String| anyhow::anyhow!(e))?,
             "--mtu" => cfg.mtu = value()?.parse().context("--mtu")?,
-            "--cc" => {
-                let v = value()?;
-                cfg.cc = if v == "dctcp" {
-                    CongestionControl::Dctcp
-                } else {
-                    CongestionControl::Named(v.clone())
-                }
-            }
+            "--cc" => cfg.cc = value()?.parse::<CongestionControl>()?,
             "--no-ecn" => cfg.ecn = false,
             "--rto-min-ms" => {
                 cfg.rto_min = Some(Duration::from_millis(

@@ -71,6 +71,19 @@ impl fmt::Display for CongestionControl {
     }
 }
 
+impl std::str::FromStr for CongestionControl {
+    type Err = std::convert::Infallible;
+
+    /// `dctcp` means [`CongestionControl::Dctcp`] (kernel or BPF); any other
+    /// name is taken as is.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "dctcp" => CongestionControl::Dctcp,
+            other => CongestionControl::Named(other.to_owned()),
+        })
+    }
+}
+
 /// What [`up`] builds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopoConfig {
@@ -731,6 +744,16 @@ mod tests {
 
     fn cfg() -> TopoConfig {
         TopoConfig::default()
+    }
+
+    #[test]
+    fn cc_parses_from_cli_names() {
+        assert_eq!("dctcp".parse(), Ok(CongestionControl::Dctcp));
+        assert_eq!(
+            "cubic".parse(),
+            Ok(CongestionControl::Named("cubic".into()))
+        );
+        assert_eq!(CongestionControl::Dctcp.to_string(), "dctcp");
     }
 
     #[test]
