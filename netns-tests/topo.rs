@@ -385,3 +385,29 @@ fn test_topo_is_removed_when_the_test_panics() {
         .exists());
     assert!(!topo::list().iter().any(|r| r.prefix == prefix));
 }
+
+/// `down` needs nothing but the prefix: the process that ran `up` may be
+/// gone (here: its `Topology` is leaked, as in a crash).
+#[test]
+fn down_works_from_the_prefix_alone_after_a_crash() {
+    if skip_unless_root("down_works_from_the_prefix_alone_after_a_crash") {
+        return;
+    }
+    let _serial = serial();
+    let cfg = TopoConfig {
+        prefix: common::unique_prefix(),
+        hosts: 3,
+        ..TopoConfig::default()
+    };
+    let t = topo::up(&cfg).unwrap();
+    std::mem::forget(t);
+    assert_eq!(leftovers(&cfg.prefix).len(), 6);
+    assert!(topo::list()
+        .iter()
+        .any(|r| r.prefix == cfg.prefix && r.hosts == 3));
+    let report = topo::down(&cfg.prefix).unwrap();
+    assert_eq!(report.namespaces.len(), 3, "{report}");
+    assert_eq!(report.links.len(), 3, "{report}");
+    assert!(leftovers(&cfg.prefix).is_empty());
+    assert!(topo::down(&cfg.prefix).unwrap().is_empty());
+}
