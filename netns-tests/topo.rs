@@ -1,0 +1,413 @@
+//! Root integration tests of the host namespaces (`softswitch::topo`), with
+//! a Linux bridge standing in for the switch. Skipped unless root.
+
+mod common;
+
+use std::sync::Mutex;
+use std::thread::sleep;
+use std::time::Duration;
+
+use common::{
+    attach_ce_marker, leftovers, ping, run_ok, skip_unless_root, skip_unless_tools,
+    tcp_ext_counter, TestTopo,
+};
+use softswitch::topo::{self, CongestionControl, TopoConfig, TopoError};
+
+/// The tests check machine-wide state (registered struct_ops, allowed cc
+/// list), so they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn available_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap()
+}
+
+fn allowed_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap()
+}
+
+fn switch_rx(ifname: &str) -> (u64, u64) {
+    let read = |stat: &str| -> u64 {
+        std::fs::read_to_string(format!("/sys/class/net/{ifname}/statistics/{stat}"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    (read("rx_packets"), read("rx_bytes"))
+}
+
+/// Runs a 3 s iperf3 transfer h1 -> h2; returns `ss -tino` of h1 sampled
+/// every 0.25 s during it (10 samples), and the iperf3 client's output.
+fn transfer(t: &mut TestTopo) -> (Vec<String>, String) {
+    let server_ip = t.hosts[1].ip.to_string();
+    t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
+    sleep(Duration::from_millis(300));
+    let client = t.spawn(
+        0,
+        &[
+            "iperf3",
+            "-c",
+            &server_ip,
+            "-p",
+            "5201",
+            "-t",
+            "3",
+            "--connect-timeout",
+            "3000",
+        ],
+    );
+    let mut samples = Vec::new();
+    for _ in 0..10 {
+        sleep(Duration::from_millis(250));
+        samples.push(run_ok(
+            &mut t.hosts[0].exec(&["ss", "-tino", "dst", &server_ip]),
+        ));
+    }
+    let out = t.wait(client, Duration::from_secs(10));
+    (samples, out)
+}
+
+/// The info line of the bulk connection in `ss -tino` output (iperf3 also
+/// keeps an idle control connection): the one with most bytes sent.
+fn data_conn(ss: &str) -> Option<String> {
+    ss.lines()
+        .filter(|l| l.contains("bytes_sent:"))
+        .max_by_key(|l| field(l, "bytes_sent:").unwrap_or(0))
+        .map(str::to_owned)
+}
+
+/// `name<number>` in an ss info line, e.g. `cwnd:`.
+fn field(line: &str, name: &str) -> Option<u64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(name))
+        .and_then(|v| v.parse().ok())
+}
+
+fn mean(v: &[u64]) -> u64 {
+    v.iter().sum::<u64>() / (v.len().max(1) as u64)
+}
+
+#[test]
+fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
+    let name = "tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = serial();
+    let cc_before = available_cc();
+    let allowed_before = allowed_cc();
+
+    let mut t = TestTopo::with(|c| {
+        c.hosts = 2;
+        c.rto_min = Some(Duration::from_millis(5));
+    });
+    let prefix = t.prefix.clone();
+    assert!(
+        t.cc == "bpf_dctcp" || t.cc == "dctcp",
+        "DCTCP expected, got {}",
+        t.cc
+    );
+    assert_eq!(t.hosts[0].ns, format!("{prefix}-h1"));
+    assert_eq!(t.hosts[1].switch_if, format!("{prefix}-h2-sw"));
+    assert_eq!(t.hosts[1].ip.to_string(), "10.99.0.2");
+    assert_eq!(t.hosts[1].mac, [2, 0, 0, 0, 0, 2]);
+    let route = run_ok(&mut t.hosts[0].exec(&["ip", "route", "show", "10.99.0.0/24"]));
+    assert!(
+        route.contains("rto_min") && route.contains("5ms"),
+        "{route}"
+    );
+
+    t.bridge_all();
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let sw = t.hosts[0].switch_if.clone();
+    let (pkts0, bytes0) = switch_rx(&sw);
+    let (samples, iperf) = transfer(&mut t);
+    let ss = &samples[4];
+    eprintln!("ss -tino on h1:\n{ss}\niperf3:\n{iperf}");
+    let data_conn = data_conn(ss).expect("the bulk connection in ss output");
+    assert!(
+        data_conn.contains(&format!(" {} ", t.cc)),
+        "ss does not show {}: {data_conn}",
+        t.cc
+    );
+    assert!(
+        data_conn.contains(" ecn "),
+        "ss does not show ecn: {data_conn}"
+    );
+
+    // Frames on the wire are MTU-sized (no TSO super-packets).
+    let (pkts1, bytes1) = switch_rx(&sw);
+    let avg = (bytes1 - bytes0) / (pkts1 - pkts0).max(1);
+    assert!(pkts1 - pkts0 > 10_000, "too few frames: {}", pkts1 - pkts0);
+    assert!(avg <= 1514, "average frame {avg} B > MTU + Ethernet header");
+
+    let report = t.down();
+    eprintln!("down: {report}");
+    assert!(
+        report.namespaces.len() == 2 && report.links.len() == 2,
+        "{report}"
+    );
+    assert!(leftovers(&prefix).is_empty(), "{:?}", leftovers(&prefix));
+    assert!(!topo::list().iter().any(|r| r.prefix == prefix));
+    if topo::list().is_empty() {
+        // Nothing else uses it: the registration and allowed list are back.
+        assert_eq!(available_cc(), cc_before);
+        assert_eq!(allowed_cc(), allowed_before);
+    }
+    // Idempotent.
+    assert!(topo::down(&prefix).unwrap().is_empty());
+}
+
+#[test]
+fn failed_up_cleans_up_what_it_made_and_the_first_topology_keeps_working() {
+    let name = "failed_up_cleans_up_what_it_made_and_the_first_topology_keeps_working";
+    if skip_unless_root(name) || skip_unless_tools(name, &["ping"]) {
+        return;
+    }
+    let _serial = serial();
+    let mut first = TestTopo::new(2);
+    first.bridge_all();
+    ping(&first.hosts[0], first.hosts[1].ip);
+
+    // Same prefix again: refused before anything is made.
+    let again = TopoConfig {
+        prefix: first.prefix.clone(),
+        hosts: 3,
+        ..TopoConfig::default()
+    };
+    match topo::up(&again) {
+        Err(e @ TopoError::NamesInUse { .. }) => {
+            assert!(e.to_string().contains("topo down --prefix"), "{e}")
+        }
+        other => panic!("expected NamesInUse, got {other:?}"),
+    }
+
+    // A failure half-way (after host 1 of 3): everything of that call goes.
+    let other = TopoConfig {
+        prefix: common::unique_prefix(),
+        hosts: 3,
+        ..TopoConfig::default()
+    };
+    match topo::up_with_fault(&other, 1) {
+        Err(TopoError::InjectedFault(1)) => {}
+        r => panic!("expected InjectedFault, got {r:?}"),
+    }
+    assert!(
+        leftovers(&other.prefix).is_empty(),
+        "{:?}",
+        leftovers(&other.prefix)
+    );
+    assert!(!topo::list().iter().any(|r| r.prefix == other.prefix));
+
+    // The first topology is untouched: its hosts, its cc, its traffic.
+    assert_eq!(leftovers(&first.prefix).len(), 4);
+    assert!(available_cc().split_whitespace().any(|n| n == first.cc));
+    ping(&first.hosts[1], first.hosts[0].ip);
+    let cc = run_ok(&mut first.hosts[0].exec(&["sysctl", "-n", "net.ipv4.tcp_congestion_control"]));
+    assert_eq!(cc.trim(), first.cc);
+}
+
+#[test]
+fn named_cc_gives_a_plain_ecn_baseline() {
+    let name = "named_cc_gives_a_plain_ecn_baseline";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = serial();
+    let allowed_before = allowed_cc();
+    let mut t = TestTopo::with(|c| c.cc = CongestionControl::Named("cubic".into()));
+    assert_eq!(t.cc, "cubic");
+    assert!(allowed_cc().split_whitespace().any(|n| n == "cubic"));
+    t.bridge_all();
+    let (samples, _) = transfer(&mut t);
+    let ss = data_conn(&samples[4]).expect("the bulk connection in ss output");
+    assert!(ss.contains(" cubic "), "{ss}");
+    assert!(ss.contains(" ecn "), "{ss}");
+    let prefix = t.prefix.clone();
+    t.down();
+    assert!(leftovers(&prefix).is_empty());
+    if topo::list().is_empty() {
+        assert_eq!(allowed_cc(), allowed_before);
+    }
+}
+
+#[test]
+fn down_of_an_unknown_prefix_is_a_no_op() {
+    if skip_unless_root("down_of_an_unknown_prefix_is_a_no_op") {
+        return;
+    }
+    let _serial = serial();
+    let report = topo::down(&common::unique_prefix()).unwrap();
+    assert!(
+        report.namespaces.is_empty() && report.links.is_empty(),
+        "{report}"
+    );
+}
+
+#[test]
+fn unknown_cc_is_refused_with_the_available_list() {
+    if skip_unless_root("unknown_cc_is_refused_with_the_available_list") {
+        return;
+    }
+    let _serial = serial();
+    let cfg = TopoConfig {
+        prefix: common::unique_prefix(),
+        cc: CongestionControl::Named("nosuchcc".into()),
+        ..TopoConfig::default()
+    };
+    match topo::up(&cfg) {
+        Err(e @ TopoError::CcUnavailable { .. }) => assert!(e.to_string().contains("reno"), "{e}"),
+        r => panic!("expected CcUnavailable, got {r:?}"),
+    }
+    assert!(leftovers(&cfg.prefix).is_empty());
+    assert!(!topo::list().iter().any(|r| r.prefix == cfg.prefix));
+}
+
+/// Result of one marked transfer: share of delivered packets the sender saw
+/// as CE-echoed, and the mean of the sampled cwnd of the bulk connection.
+struct MarkedRun {
+    cc: String,
+    ce_share: f64,
+    mean_cwnd: u64,
+}
+
+fn marked_transfer(cc: CongestionControl, per_mille: u32) -> MarkedRun {
+    let mut t = TestTopo::with(|c| c.cc = cc);
+    t.bridge_all();
+    attach_ce_marker(&t.hosts[1], per_mille);
+    let (samples, iperf) = transfer(&mut t);
+    let cwnds: Vec<u64> = samples
+        .iter()
+        .filter_map(|s| data_conn(s).and_then(|l| field(&l, "cwnd:")))
+        .collect();
+    assert!(cwnds.len() >= 6, "too few ss samples: {samples:?}");
+    let delivered = tcp_ext_counter(&t.hosts[0], "TCPDelivered");
+    let delivered_ce = tcp_ext_counter(&t.hosts[0], "TCPDeliveredCE");
+    let run = MarkedRun {
+        cc: t.cc.clone(),
+        ce_share: delivered_ce as f64 / delivered.max(1) as f64,
+        mean_cwnd: mean(&cwnds),
+    };
+    eprintln!(
+        "{}: delivered {delivered}, CE-echoed {delivered_ce} ({:.2} %), cwnd samples {cwnds:?}\n{iperf}",
+        run.cc,
+        100.0 * run.ce_share
+    );
+    run
+}
+
+/// The DCTCP receiver echoes each CE mark exactly (ECE mirrors the CE state
+/// of the data, with the delayed-ACK handling of the CE state machine), so
+/// the sender sees about the marked share; an RFC 3168 receiver holds ECE
+/// until CWR, so the sender sees far more. And DCTCP cuts by alpha/2 rather
+/// than halving, so under light marking its window stays several times
+/// larger than cubic's.
+#[test]
+fn dctcp_echoes_ce_exactly_and_keeps_its_window_under_light_marking() {
+    let name = "dctcp_echoes_ce_exactly_and_keeps_its_window_under_light_marking";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss", "clang", "tc"]) {
+        return;
+    }
+    let _serial = serial();
+    let dctcp = marked_transfer(CongestionControl::Dctcp, 10);
+    let cubic = marked_transfer(CongestionControl::Named("cubic".into()), 10);
+
+    assert!(
+        (0.004..0.03).contains(&dctcp.ce_share),
+        "{}: {:.3} % of deliveries CE-echoed with 1 % marked",
+        dctcp.cc,
+        100.0 * dctcp.ce_share
+    );
+    assert!(
+        cubic.ce_share > 0.03,
+        "cubic (RFC 3168 echo): only {:.3} % CE-echoed",
+        100.0 * cubic.ce_share
+    );
+    assert!(
+        dctcp.mean_cwnd > 2 * cubic.mean_cwnd,
+        "mean sampled cwnd {} {} vs cubic {}",
+        dctcp.cc,
+        dctcp.mean_cwnd,
+        cubic.mean_cwnd
+    );
+}
+
+/// Like the kernel's dctcp, bpf_dctcp falls back to Reno without ECT when
+/// the peer does not negotiate ECN.
+#[test]
+fn dctcp_falls_back_to_reno_when_the_peer_refuses_ecn() {
+    let name = "dctcp_falls_back_to_reno_when_the_peer_refuses_ecn";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = serial();
+    let mut t = TestTopo::new(2);
+    t.bridge_all();
+    run_ok(&mut t.hosts[1].exec(&[
+        "sysctl",
+        "-q",
+        "-w",
+        "net.ipv4.tcp_ecn=0",
+        "net.ipv4.tcp_congestion_control=reno",
+    ]));
+    let (samples, _) = transfer(&mut t);
+    let ss = data_conn(&samples[4]).expect("the bulk connection in ss output");
+    // "reno" for bpf_dctcp, "dctcp-reno" for the kernel's dctcp.
+    assert!(ss.contains("reno "), "{ss}");
+    assert!(!ss.contains(" ecn "), "{ss}");
+    assert!(!ss.contains(&format!(" {} ", t.cc)), "{ss}");
+}
+
+#[test]
+fn test_topo_is_removed_when_the_test_panics() {
+    if skip_unless_root("test_topo_is_removed_when_the_test_panics") {
+        return;
+    }
+    let _serial = serial();
+    let prefix = std::sync::Mutex::new(String::new());
+    let result = std::panic::catch_unwind(|| {
+        let mut t = TestTopo::new(2);
+        t.bridge_all();
+        *prefix.lock().unwrap() = t.prefix.clone();
+        t.spawn(0, &["sleep", "30"]);
+        panic!("deliberate");
+    });
+    assert!(result.is_err());
+    let prefix = prefix.into_inner().unwrap();
+    assert!(!prefix.is_empty());
+    assert!(leftovers(&prefix).is_empty(), "{:?}", leftovers(&prefix));
+    assert!(!std::path::Path::new("/sys/class/net")
+        .join(format!("{prefix}br"))
+        .exists());
+    assert!(!topo::list().iter().any(|r| r.prefix == prefix));
+}
+
+/// `down` needs nothing but the prefix: the process that ran `up` may be
+/// gone (here: its `Topology` is leaked, as in a crash).
+#[test]
+fn down_works_from_the_prefix_alone_after_a_crash() {
+    if skip_unless_root("down_works_from_the_prefix_alone_after_a_crash") {
+        return;
+    }
+    let _serial = serial();
+    let cfg = TopoConfig {
+        prefix: common::unique_prefix(),
+        hosts: 3,
+        ..TopoConfig::default()
+    };
+    let t = topo::up(&cfg).unwrap();
+    std::mem::forget(t);
+    assert_eq!(leftovers(&cfg.prefix).len(), 6);
+    assert!(topo::list()
+        .iter()
+        .any(|r| r.prefix == cfg.prefix && r.hosts == 3));
+    let report = topo::down(&cfg.prefix).unwrap();
+    assert_eq!(report.namespaces.len(), 3, "{report}");
+    assert_eq!(report.links.len(), 3, "{report}");
+    assert!(leftovers(&cfg.prefix).is_empty());
+    assert!(topo::down(&cfg.prefix).unwrap().is_empty());
+}
