@@ -10,7 +10,9 @@
 pub mod aqm;
 pub mod delay;
 pub mod packet;
+pub mod port;
 pub mod rng;
+pub mod sched;
 pub mod shaper;
 pub mod units;
 pub mod wire;
