@@ -1,1 +1,66 @@
 //! CE marking: ECT → CE in IPv4 (incremental header checksum) and IPv6.
+//!
+//! TEMPORARY minimal implementation written on the `port` branch so the egress
+//! port can apply marks; the wire engineer's version replaces it on merge
+//! (same signature: `set_ce(&mut [u8], &L3Info) -> MarkOutcome`).
+
+use super::{IpVersion, L3Info};
+
+/// What [`set_ce`] did to the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkOutcome {
+    /// ECT(0)/ECT(1) rewritten to CE (IPv4 checksum updated).
+    Marked,
+    /// Already CE: nothing to do.
+    AlreadyCe,
+    /// Not-ECT in the bytes: the caller must drop (or pass) instead.
+    NotEct,
+    /// The bytes do not hold the IP header `l3` describes.
+    Invalid,
+}
+
+/// Sets CE in the IP header at `l3.offset` of `frame`.
+pub fn set_ce(frame: &mut [u8], l3: &L3Info) -> MarkOutcome {
+    let off = l3.offset as usize;
+    match l3.version {
+        IpVersion::V4 => {
+            if frame.len() < off + 20 || frame[off] >> 4 != 4 {
+                return MarkOutcome::Invalid;
+            }
+            let tos = frame[off + 1];
+            match tos & 3 {
+                0 => MarkOutcome::NotEct,
+                3 => MarkOutcome::AlreadyCe,
+                _ => {
+                    let old = u16::from_be_bytes([frame[off], tos]);
+                    let new = u16::from_be_bytes([frame[off], tos | 3]);
+                    let hc = u16::from_be_bytes([frame[off + 10], frame[off + 11]]);
+                    // RFC 1624 eq. 3: HC' = ~(~HC + ~m + m')
+                    let mut sum = (!hc) as u32 + (!old) as u32 + new as u32;
+                    while sum >> 16 != 0 {
+                        sum = (sum & 0xffff) + (sum >> 16);
+                    }
+                    let hc2 = !(sum as u16);
+                    frame[off + 1] = tos | 3;
+                    frame[off + 10..off + 12].copy_from_slice(&hc2.to_be_bytes());
+                    MarkOutcome::Marked
+                }
+            }
+        }
+        IpVersion::V6 => {
+            if frame.len() < off + 40 || frame[off] >> 4 != 6 {
+                return MarkOutcome::Invalid;
+            }
+            // Traffic class = low nibble of byte 0 | high nibble of byte 1;
+            // its ECN bits are bits 5..4 of byte 1.
+            match (frame[off + 1] >> 4) & 3 {
+                0 => MarkOutcome::NotEct,
+                3 => MarkOutcome::AlreadyCe,
+                _ => {
+                    frame[off + 1] |= 0x30;
+                    MarkOutcome::Marked
+                }
+            }
+        }
+    }
+}
