@@ -9,7 +9,7 @@
 //!          → tokens taken → out          (a dequeue drop: go round again)
 //! ```
 //!
-//! **Verdicts are applied in exactly one place** ([`EgressPort::apply`]):
+//! **Verdicts are applied in exactly one place** (`EgressPort::apply`):
 //! `Mark` sets CE in the frame bytes (IPv4 checksum updated incrementally) on
 //! an ECN-capable packet, or drops it (`NotEctMark`) / lets it pass on a
 //! Not-ECT one, per [`NotEctPolicy`]; `Drop` releases the frame to the store
@@ -216,7 +216,7 @@ impl<A: Aqm> EgressPort<A> {
             if let Some(n) = self.cfg.mark_every {
                 if pkt.is_ect() {
                     self.ect_dequeued += 1;
-                    if self.ect_dequeued % n as u64 == 0 && verdict == Verdict::Pass {
+                    if self.ect_dequeued.is_multiple_of(n as u64) && verdict == Verdict::Pass {
                         verdict = Verdict::Mark(MarkReason::Forced);
                     }
                 }
