@@ -653,6 +653,152 @@ mod tests {
         assert!(toml::from_str::<SchedConfig>("kind = \"sp\"\nquantum = [1]").is_err());
     }
 
+    mod random_ops {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Push {
+                q: usize,
+                len: u32,
+            },
+            /// select without commit (the shaper refused): must change nothing visible.
+            SelectOnly,
+            Serve,
+        }
+
+        fn op(n: usize) -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0..n, 60u32..=1514).prop_map(|(q, len)| Op::Push { q, len }),
+                1 => Just(Op::SelectOnly),
+                4 => Just(Op::Serve),
+            ]
+        }
+
+        fn config(
+            kind: SchedName,
+            quanta: Vec<u64>,
+            weights: Vec<u32>,
+            strict: Vec<usize>,
+        ) -> SchedConfig {
+            SchedConfig {
+                kind,
+                quanta,
+                weights,
+                strict,
+            }
+        }
+
+        fn kinds() -> impl Strategy<Value = SchedName> {
+            prop_oneof![
+                Just(SchedName::Sp),
+                Just(SchedName::Dwrr),
+                Just(SchedName::Wfq),
+                Just(SchedName::SpDwrr),
+                Just(SchedName::SpWfq),
+            ]
+        }
+
+        fn rank(s: &SchedKind, q: usize) -> Option<usize> {
+            match s {
+                SchedKind::Sp(sp) => sp.rank(q),
+                SchedKind::SpDwrr(c) => Some(c.strict().rank(q).unwrap_or(usize::MAX)),
+                SchedKind::SpWfq(c) => Some(c.strict().rank(q).unwrap_or(usize::MAX)),
+                _ => None,
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            /// peek == select, select idempotent, SP order, DWRR deficit bound and
+            /// active list, WFQ tags ≥ V — after every step.
+            #[test]
+            fn scheduler_invariants(
+                kind in kinds(),
+                quanta in prop::collection::vec(100u64..5000, 6),
+                weights in prop::collection::vec(1u32..10, 6),
+                strict in prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..3),
+                ops in prop::collection::vec(op(6), 1..400),
+            ) {
+                let mut strict = strict;
+                if kind != SchedName::Sp && strict.len() >= 6 { strict.pop(); }
+                let cfg = config(kind, quanta, weights, strict);
+                let mut s = cfg.build(6).unwrap();
+                let mut qs = SimQueues::new(6);
+                for (t, op) in ops.into_iter().enumerate() {
+                    let now = t as Nanos;
+                    match op {
+                        Op::Push { q, len } => qs.push(&mut s, q, len, now),
+                        Op::SelectOnly => {
+                            let a = s.select(&qs, now);
+                            prop_assert_eq!(a, s.peek(&qs));
+                            prop_assert_eq!(a.is_some(), qs.nonempty_mask() != 0);
+                        }
+                        Op::Serve => {
+                            let before = qs.clone();
+                            if let Some((q, _)) = qs.serve(&mut s, now) {
+                                if let Some(rq) = rank(&s, q) {
+                                    for h in 0..6 {
+                                        if rank(&s, h).is_some_and(|rh| rh < rq) {
+                                            prop_assert!(before.q[h].is_empty(),
+                                                "served {} while higher {} had packets", q, h);
+                                        }
+                                    }
+                                }
+                            } else {
+                                prop_assert_eq!(before.nonempty_mask(), 0);
+                            }
+                        }
+                    }
+                    s.invariants(&qs, 1514);
+                    while s.take_round_event().is_some() {}
+                }
+            }
+
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+            /// Saturated: long-run byte shares within 1 % of quanta / weights.
+            #[test]
+            fn saturated_shares_within_one_percent(
+                wfq in any::<bool>(),
+                w in prop::collection::vec(1u32..5, 3),
+                seed in any::<u64>(),
+            ) {
+                let n = 3;
+                let cfg = if wfq {
+                    config(SchedName::Wfq, vec![], w.clone(), vec![])
+                } else {
+                    config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![])
+                };
+                let mut s = cfg.build(n).unwrap();
+                let mut qs = SimQueues::new(n);
+                let mut rng = crate::rng::SimRng::new(seed);
+                let mut len = || 64 + (rng.next_u64() % 1451) as u32;
+                for q in 0..n {
+                    for _ in 0..3 { qs.push(&mut s, q, len(), 0); }
+                }
+                let mut bytes = vec![0u64; n];
+                for _ in 0..100_000 {
+                    let (q, l) = qs.serve(&mut s, 0).unwrap();
+                    bytes[q] += l as u64;
+                    qs.push(&mut s, q, len(), 0);
+                }
+                let total: u64 = bytes.iter().sum();
+                let wsum: u32 = w.iter().sum();
+                for q in 0..n {
+                    let want = w[q] as f64 / wsum as f64;
+                    let got = bytes[q] as f64 / total as f64;
+                    prop_assert!((got - want).abs() <= 0.01 * want, "queue {}: {} vs {}", q, got, want);
+                }
+            }
+        }
+    }
+
     #[test]
     fn build_dispatches() {
         for k in ["sp", "dwrr", "wfq", "sp+dwrr", "sp+wfq"] {
