@@ -128,8 +128,22 @@ impl<A: Aqm> EgressPort<A> {
 
     /// Queue a frame, or drop it (frame released to `store`, counted by
     /// reason). Sets `pkt.queue` and `pkt.enqueue_ns = now`.
-    pub fn enqueue<S: FrameStore>(&mut self, mut pkt: Packet, now: Nanos, store: &mut S) {
+    pub fn enqueue<S: FrameStore>(&mut self, pkt: Packet, now: Nanos, store: &mut S) {
         let q = self.classify[(pkt.dscp() & 63) as usize] as usize;
+        self.enqueue_to(pkt, q, now, store);
+    }
+
+    /// Like [`enqueue`](Self::enqueue) into queue `q` chosen by the caller
+    /// (per-flow queue allocation such as DiffECN's QMU, or queues beyond
+    /// the 64 a DSCP map can reach). Panics if `q` is not a queue of this port.
+    pub fn enqueue_to<S: FrameStore>(
+        &mut self,
+        mut pkt: Packet,
+        q: usize,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        assert!(q < self.queues.q.len(), "queue {q} out of range");
         pkt.queue = q as u16;
         pkt.enqueue_ns = now;
         let len = pkt.len;
