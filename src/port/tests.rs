@@ -666,8 +666,12 @@ mod random_ops {
         )
             .prop_map(|(kind, quanta, weights, reorder)| {
                 let mut c = SchedConfig::new(kind);
-                c.quanta = quanta;
-                c.weights = weights;
+                if matches!(kind, SchedName::Dwrr | SchedName::SpDwrr) {
+                    c.quanta = quanta;
+                }
+                if matches!(kind, SchedName::Wfq | SchedName::SpWfq) {
+                    c.weights = weights;
+                }
                 if reorder {
                     c.strict = match kind {
                         SchedName::Sp => vec![3, 1],

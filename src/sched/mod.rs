@@ -239,6 +239,16 @@ pub enum SchedConfigError {
         /// Number of queues.
         queues: usize,
     },
+    /// A setting that the chosen scheduler does not use.
+    #[error("{option} does not apply to --sched {kind}; {hint}")]
+    NotApplicable {
+        /// The option given.
+        option: &'static str,
+        /// Scheduler name.
+        kind: &'static str,
+        /// Which schedulers use it.
+        hint: &'static str,
+    },
     /// Too many or too few queues.
     #[error("a port has 1..={max} queues, not {0}", max = MAX_QUEUES)]
     Queues(usize),
@@ -397,6 +407,26 @@ impl SchedConfig {
     pub fn validate(&self, queues: usize) -> Result<(), SchedConfigError> {
         if queues == 0 || queues > MAX_QUEUES {
             return Err(SchedConfigError::Queues(queues));
+        }
+        let kind = self.kind.as_str();
+        let not_applicable = |option, hint| SchedConfigError::NotApplicable { option, kind, hint };
+        if !self.quanta.is_empty() && !matches!(self.kind, SchedName::Dwrr | SchedName::SpDwrr) {
+            return Err(not_applicable(
+                "--quantum",
+                "quanta are for dwrr and sp+dwrr (use --weights for wfq)",
+            ));
+        }
+        if !self.weights.is_empty() && !matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
+            return Err(not_applicable(
+                "--weights",
+                "weights are for wfq and sp+wfq (use --quantum for dwrr)",
+            ));
+        }
+        if !self.strict.is_empty() && matches!(self.kind, SchedName::Dwrr | SchedName::Wfq) {
+            return Err(not_applicable(
+                "--strict",
+                "strict queues need sp, sp+dwrr or sp+wfq",
+            ));
         }
         let quanta = expand(&self.quanta, DEFAULT_QUANTUM_BYTES, queues, "quantum")?;
         if let Some(q) = quanta.iter().position(|&x| x == 0) {
@@ -632,6 +662,16 @@ mod tests {
         c.weights = vec![1, 0, 1, 1];
         assert!(c.validate(4).unwrap_err().to_string().contains("weight"));
         assert!(SchedConfig::default().validate(0).is_err());
+        let mut c = SchedConfig::from_cli("sp").unwrap();
+        c.weights = vec![1, 2];
+        let e = c.validate(2).unwrap_err().to_string();
+        assert!(e.contains("--weights does not apply to --sched sp"), "{e}");
+        let mut c = SchedConfig::from_cli("wfq").unwrap();
+        c.quanta = vec![1514];
+        assert!(c.validate(2).unwrap_err().to_string().contains("--quantum"));
+        let mut c = SchedConfig::from_cli("dwrr").unwrap();
+        c.strict = vec![0];
+        assert!(c.validate(2).unwrap_err().to_string().contains("--strict"));
         assert!(SchedConfig::default().validate(129).is_err());
     }
 
@@ -682,11 +722,15 @@ mod tests {
             weights: Vec<u32>,
             strict: Vec<usize>,
         ) -> SchedConfig {
+            // Only the settings that apply to `kind` (validate rejects others).
+            let rr = matches!(kind, SchedName::Dwrr | SchedName::SpDwrr);
+            let fq = matches!(kind, SchedName::Wfq | SchedName::SpWfq);
+            let sp = matches!(kind, SchedName::Sp | SchedName::SpDwrr | SchedName::SpWfq);
             SchedConfig {
                 kind,
-                quanta,
-                weights,
-                strict,
+                quanta: if rr { quanta } else { vec![] },
+                weights: if fq { weights } else { vec![] },
+                strict: if sp { strict } else { vec![] },
             }
         }
 

@@ -64,3 +64,46 @@ pub fn set_ce(frame: &mut [u8], l3: &L3Info) -> MarkOutcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Ecn;
+
+    fn l3(version: IpVersion) -> L3Info {
+        L3Info {
+            version,
+            offset: 14,
+            dscp: 0,
+            ecn: Ecn::Ect0,
+            protocol: 6,
+            flow_hash: 0,
+            tcp: None,
+        }
+    }
+
+    #[test]
+    fn ipv6_traffic_class() {
+        let mut f = vec![0u8; 14 + 40];
+        f[14] = 0x6b; // version 6, TC high nibble 0xb
+        f[15] = 0xa0; // TC low nibble 0xa: DSCP 0b101110 (46), ECN 10 = ECT(0)
+        assert_eq!(set_ce(&mut f, &l3(IpVersion::V6)), MarkOutcome::Marked);
+        assert_eq!((f[14], f[15]), (0x6b, 0xb0));
+        assert_eq!(set_ce(&mut f, &l3(IpVersion::V6)), MarkOutcome::AlreadyCe);
+        f[15] = 0x80;
+        assert_eq!(set_ce(&mut f, &l3(IpVersion::V6)), MarkOutcome::NotEct);
+        assert_eq!(
+            set_ce(&mut f[..30], &l3(IpVersion::V6)),
+            MarkOutcome::Invalid
+        );
+    }
+
+    #[test]
+    fn ipv4_short_or_wrong_version_is_invalid() {
+        let mut f = vec![0u8; 30];
+        assert_eq!(set_ce(&mut f, &l3(IpVersion::V4)), MarkOutcome::Invalid);
+        let mut f = vec![0u8; 34];
+        f[14] = 0x65;
+        assert_eq!(set_ce(&mut f, &l3(IpVersion::V4)), MarkOutcome::Invalid);
+    }
+}
