@@ -68,9 +68,10 @@ fn bench_port(c: &mut Criterion) {
                 b.iter(|| {
                     now += 100;
                     let p = port.dequeue(now, &mut store).unwrap();
-                    // Recycle the frame into the queue it came from.
-                    let q = p.queue as usize;
-                    port.enqueue_to(black_box(p), q, now, &mut store);
+                    // Recycle the frame into the next queue in turn, so
+                    // every queue (strict ones too) keeps seeing arrivals.
+                    next_q = (next_q + 1) % queues;
+                    port.enqueue_to(black_box(p), next_q, now, &mut store);
                 })
             });
         }

@@ -32,8 +32,13 @@
 //! 1/`scale` byte, `scale` = lcm of the weights (so `len · scale / w` is an
 //! exact integer and equal finish times tie exactly; no division per packet);
 //! if the lcm exceeds 2^40, `scale` = 2^32 and per-byte costs are rounded
-//! down (< 2^-32 relative). V never wraps in practice (2^88+ bytes). Selection is an arg-min scan over the non-empty queues
-//! (O(active queues); ≈ 0.3 µs per packet with 128 busy queues).
+//! down (< 2^-32 relative). V never wraps in practice (2^88+ bytes).
+//!
+//! Selection: a binary min-heap of (head tag, queue) over stamped heads,
+//! O(log active queues) per packet, no allocation after construction.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use super::{pop_lowest, QueuesView, Scheduler};
 use crate::units::Nanos;
@@ -88,6 +93,9 @@ pub struct Wfq {
     last_tag: Vec<u128>,
     /// Queues whose head carries a valid tag.
     stamped: u128,
+    /// Min-heap of (head tag, queue) of the stamped queues: O(log n)
+    /// selection (ties: lowest index, as the key order says).
+    heap: BinaryHeap<Reverse<(u128, u16)>>,
     /// Queues this WFQ serves.
     members: u128,
 }
@@ -114,6 +122,7 @@ impl Wfq {
             head_tag: vec![0; n],
             last_tag: vec![0; n],
             stamped: 0,
+            heap: BinaryHeap::with_capacity(n),
             members,
         }
     }
@@ -138,19 +147,7 @@ impl Wfq {
         self.head_tag[q] = t;
         self.last_tag[q] = t;
         self.stamped |= 1 << q;
-    }
-
-    /// Arg-min of head tags over `mask`, tags from `tag(q)`.
-    #[inline]
-    fn argmin(mut mask: u128, tag: impl Fn(usize) -> u128) -> Option<usize> {
-        let mut best: Option<(u128, usize)> = None;
-        while let Some(q) = pop_lowest(&mut mask) {
-            let t = tag(q);
-            if best.is_none_or(|(bt, _)| t < bt) {
-                best = Some((t, q));
-            }
-        }
-        best.map(|(_, q)| q)
+        self.heap.push(Reverse((t, q as u16)));
     }
 }
 
@@ -162,18 +159,22 @@ impl Scheduler for Wfq {
             let len = queues.head_len(q).expect("non-empty queue has a head");
             self.stamp(q, len);
         }
-        Self::argmin(live, |q| self.head_tag[q])
+        self.heap.peek().map(|Reverse((_, q))| *q as usize)
     }
 
     fn peek<V: QueuesView + ?Sized>(&self, queues: &V) -> Option<usize> {
+        // The heap's top among stamped heads, against the (usually at most
+        // one) heads select would stamp first.
         let live = queues.nonempty_mask() & self.members;
-        Self::argmin(live, |q| {
-            if self.stamped & (1 << q) != 0 {
-                self.head_tag[q]
-            } else {
-                self.tag_for(q, queues.head_len(q).unwrap_or(0))
+        let mut best = self.heap.peek().map(|Reverse((t, q))| (*t, *q as usize));
+        let mut unstamped = live & !self.stamped;
+        while let Some(q) = pop_lowest(&mut unstamped) {
+            let t = self.tag_for(q, queues.head_len(q).unwrap_or(0));
+            if best.is_none_or(|b| (t, q) < b) {
+                best = Some((t, q));
             }
-        })
+        }
+        best.map(|(_, q)| q)
     }
 
     fn commit(&mut self, queue: usize, _len: u32, _left_empty: bool, _now: Nanos) {
@@ -181,6 +182,8 @@ impl Scheduler for Wfq {
             self.stamped & (1 << queue) != 0,
             "commit of an unselected queue"
         );
+        let top = self.heap.pop();
+        debug_assert_eq!(top.map(|Reverse((_, q))| q as usize), Some(queue));
         // SCFQ: V is the tag of the packet just sent.
         self.vtime = self.head_tag[queue];
         self.stamped &= !(1 << queue);
@@ -195,6 +198,17 @@ impl Scheduler for Wfq {
     fn invariants<V: QueuesView + ?Sized>(&self, queues: &V, _mtu_bytes: u32) {
         let live = queues.nonempty_mask() & self.members;
         assert_eq!(self.stamped & !live, 0, "tag on an empty queue");
+        assert_eq!(
+            self.heap.len(),
+            self.stamped.count_ones() as usize,
+            "heap size"
+        );
+        for Reverse((t, q)) in self.heap.iter() {
+            assert!(
+                self.stamped & (1 << q) != 0 && self.head_tag[*q as usize] == *t,
+                "heap entry"
+            );
+        }
         let mut m = self.stamped;
         while let Some(q) = pop_lowest(&mut m) {
             assert!(self.head_tag[q] >= self.vtime, "head tag of {q} below V");
