@@ -28,8 +28,11 @@
 //!
 //! **AQM context.** The enqueue AQM sees [`QueueCtx`] without the arriving
 //! packet; the dequeue AQM sees it without the departing one. `on_round` is
-//! called for each DWRR round event right after a `select`; `on_idle` when
-//! the port's buffer becomes empty at dequeue.
+//! called for each DWRR round event (a queue granted its quantum) at the
+//! time the shaper lets the selected packet go — when the round's service
+//! really starts on the wire, not at an earlier poll the shaper refused — so
+//! MQ-ECN's T_round does not depend on how often the I/O loop polls.
+//! `on_idle` is called when the port's buffer becomes empty at dequeue.
 //!
 //! **Hot path.** No allocation after warm-up: queues are `VecDeque`s
 //! pre-sized for the buffer (up to 1024 descriptors each; they grow only if
@@ -196,17 +199,19 @@ impl<A: Aqm> EgressPort<A> {
     pub fn dequeue<S: FrameStore>(&mut self, now: Nanos, store: &mut S) -> Option<Packet> {
         loop {
             let q = self.sched.select(&self.queues, now)?;
-            while let Some(r) = self.sched.take_round_event() {
-                self.counters.queues[r].rounds += 1;
-                self.counters.port.rounds += 1;
-                self.aqm.on_round(r, now);
-            }
             let len = self
                 .queues
                 .head_len(q)
                 .expect("scheduler selected an empty queue");
             if self.tb.ready_at(len, now) > now {
+                // Round events stay pending in the scheduler (select is
+                // idempotent) until a packet really leaves.
                 return None;
+            }
+            while let Some(r) = self.sched.take_round_event() {
+                self.counters.queues[r].rounds += 1;
+                self.counters.port.rounds += 1;
+                self.aqm.on_round(r, now);
             }
 
             let mut pkt = self.queues.q[q].pop_front().expect("head exists");

@@ -480,6 +480,30 @@ fn round_events_reach_the_aqm() {
     }
     assert_eq!(p.aqm().rounds, vec![(0, 0), (1, 10), (0, 20), (1, 30)]);
     assert_eq!(p.counters().queues[0].rounds, 2);
+}
+
+#[test]
+fn round_event_reported_when_the_packet_leaves_not_when_polled() {
+    let mut s = VecStore::new();
+    let mut p = port(PortConfig {
+        queues: 2,
+        ..Default::default()
+    }); // DWRR at 1 Gbit/s
+    for _ in 0..2 {
+        p.enqueue(pkt(&mut s, 1514, 0, Ecn::Ect0), 0, &mut s);
+        p.enqueue(pkt(&mut s, 1514, 1, Ecn::Ect0), 0, &mut s);
+    }
+    send(&mut p, 0, &mut s); // q0, round event at 0
+    let ready = p.next_ready(0).unwrap();
+    assert!(ready > 0);
+    // Busy polling before the shaper allows: no event yet.
+    for t in [1, ready / 2, ready - 1] {
+        assert!(p.dequeue(t, &mut s).is_none());
+    }
+    assert_eq!(p.aqm().rounds, vec![(0, 0)]);
+    let k = send(&mut p, ready, &mut s);
+    assert_eq!(k.queue, 1);
+    assert_eq!(p.aqm().rounds, vec![(0, 0), (1, ready)]);
     assert!(p.sched().is_round_robin());
 }
 
