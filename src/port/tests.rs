@@ -547,6 +547,11 @@ fn drain_releases_everything_not_as_drops() {
 // ---------------------------------------------------------------------------
 
 fn saturated_shares(sched: SchedConfig, queues: usize, n: usize) -> Vec<f64> {
+    saturated_shares_of(sched, queues, &(0..queues).collect::<Vec<_>>(), n)
+}
+
+/// Keeps `busy` queues backlogged, sends `n` packets, returns byte shares.
+fn saturated_shares_of(sched: SchedConfig, queues: usize, busy: &[usize], n: usize) -> Vec<f64> {
     let mut s = VecStore::new();
     let mut p = port(PortConfig {
         sched,
@@ -557,7 +562,7 @@ fn saturated_shares(sched: SchedConfig, queues: usize, n: usize) -> Vec<f64> {
     let mut k = 0usize;
     let mut bytes = vec![0u64; queues];
     let fill = |p: &mut EgressPort<ScriptAqm>, s: &mut VecStore, k: &mut usize| {
-        for q in 0..queues {
+        for &q in busy {
             while p.queue_backlog(q).1 < 4 {
                 p.enqueue(pkt(s, sizes[*k % sizes.len()], q as u8, Ecn::Ect0), 0, s);
                 *k += 1;
@@ -603,14 +608,22 @@ fn wfq_shares_follow_weights_at_the_port() {
 }
 
 #[test]
-fn sp_group_shares_when_strict_queue_idle() {
-    // DSCP mod 4: the fill loop puts traffic in every queue, so queue 0
-    // (strict) would starve the rest; use sp+dwrr with queue 0 strict and
-    // check that, saturated, the strict queue takes everything.
-    let mut c = SchedConfig::new(SchedName::SpDwrr);
-    c.quanta = vec![1514, 1514, 3028];
-    let got = saturated_shares(c, 3, 20_000);
-    assert_eq!(got[0], 1.0);
+fn sp_plus_x_strict_first_then_group_shares() {
+    for kind in [SchedName::SpDwrr, SchedName::SpWfq] {
+        let mut c = SchedConfig::new(kind);
+        if kind == SchedName::SpDwrr {
+            c.quanta = vec![1514, 1514, 3028];
+        } else {
+            c.weights = vec![1, 1, 2];
+        }
+        // Strict queue 0 backlogged: it takes the whole link.
+        let got = saturated_shares(c.clone(), 3, 5_000);
+        assert_eq!(got[0], 1.0, "{kind:?}");
+        // Strict queue idle: the group shares 1:2.
+        let got = saturated_shares_of(c, 3, &[1, 2], 50_000);
+        assert_eq!(got[0], 0.0);
+        assert_shares(&got[1..], &[1.0, 2.0]);
+    }
 }
 
 // ---------------------------------------------------------------------------
