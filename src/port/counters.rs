@@ -39,63 +39,51 @@ impl PktBytes {
     }
 }
 
-/// Drops by [`DropReason`] (index = `reason as usize`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DropCounts(pub [PktBytes; DropReason::COUNT]);
+/// A `[PktBytes; N]` indexed by a reason enum (`reason as usize`),
+/// serialised as a map from reason name to count.
+macro_rules! reason_counts {
+    ($(#[$doc:meta])* $name:ident, $reason:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $name(pub [PktBytes; $reason::COUNT]);
 
-impl DropCounts {
-    /// Count for one reason.
-    pub fn get(&self, r: DropReason) -> PktBytes {
-        self.0[r as usize]
-    }
-    /// All reasons together.
-    pub fn total(&self) -> PktBytes {
-        self.0.iter().fold(PktBytes::default(), |a, &b| a.plus(b))
-    }
-    #[inline]
-    pub(crate) fn add(&mut self, r: DropReason, len: u32) {
-        self.0[r as usize].add(len);
-    }
-}
-
-impl Serialize for DropCounts {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(DropReason::COUNT))?;
-        for r in DropReason::ALL {
-            m.serialize_entry(r.name(), &self.get(r))?;
+        impl $name {
+            /// Count for one reason.
+            pub fn get(&self, r: $reason) -> PktBytes {
+                self.0[r as usize]
+            }
+            /// All reasons together.
+            pub fn total(&self) -> PktBytes {
+                self.0.iter().fold(PktBytes::default(), |a, &b| a.plus(b))
+            }
+            #[inline]
+            pub(crate) fn add(&mut self, r: $reason, len: u32) {
+                self.0[r as usize].add(len);
+            }
         }
-        m.end()
-    }
-}
 
-/// Marks by [`MarkReason`] (index = `reason as usize`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MarkCounts(pub [PktBytes; MarkReason::COUNT]);
-
-impl MarkCounts {
-    /// Count for one reason.
-    pub fn get(&self, r: MarkReason) -> PktBytes {
-        self.0[r as usize]
-    }
-    /// All reasons together.
-    pub fn total(&self) -> PktBytes {
-        self.0.iter().fold(PktBytes::default(), |a, &b| a.plus(b))
-    }
-    #[inline]
-    pub(crate) fn add(&mut self, r: MarkReason, len: u32) {
-        self.0[r as usize].add(len);
-    }
-}
-
-impl Serialize for MarkCounts {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(MarkReason::COUNT))?;
-        for r in MarkReason::ALL {
-            m.serialize_entry(r.name(), &self.get(r))?;
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some($reason::COUNT))?;
+                for r in $reason::ALL {
+                    m.serialize_entry(r.name(), &self.get(r))?;
+                }
+                m.end()
+            }
         }
-        m.end()
-    }
+    };
 }
+
+reason_counts!(
+    /// Drops by [`DropReason`].
+    DropCounts,
+    DropReason
+);
+reason_counts!(
+    /// Marks by [`MarkReason`].
+    MarkCounts,
+    MarkReason
+);
 
 /// Sojourn-time histogram (ns); serialises as count / p50 / p99 / max in µs.
 #[derive(Clone, Debug)]
@@ -243,6 +231,12 @@ impl PortCounters {
             port: QueueCounters::default(),
             queues: vec![QueueCounters::default(); queues],
         }
+    }
+    /// Applies `f` to the counters of queue `q` and to the port's.
+    #[inline]
+    pub(crate) fn count(&mut self, q: usize, f: impl Fn(&mut QueueCounters)) {
+        f(&mut self.queues[q]);
+        f(&mut self.port);
     }
     /// Zeroes the statistics of the port and every queue (not the backlog).
     pub fn clear(&mut self) {

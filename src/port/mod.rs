@@ -150,8 +150,7 @@ impl<A: Aqm> EgressPort<A> {
         pkt.queue = q as u16;
         pkt.enqueue_ns = now;
         let len = pkt.len;
-        self.counters.queues[q].arrived.add(len);
-        self.counters.port.arrived.add(len);
+        self.counters.count(q, |c| c.arrived.add(len));
 
         let reject = if len < MIN_FRAME_BYTES {
             Some(DropReason::Malformed)
@@ -185,11 +184,10 @@ impl<A: Aqm> EgressPort<A> {
         self.queues.nonempty |= 1 << q;
         self.backlog_bytes += len as u64;
         self.backlog_pkts += 1;
-        let c = &mut self.counters;
-        c.queues[q].enqueued.add(len);
-        c.queues[q].grow(len);
-        c.port.enqueued.add(len);
-        c.port.grow(len);
+        self.counters.count(q, |c| {
+            c.enqueued.add(len);
+            c.grow(len);
+        });
         self.sched.on_enqueue(q, len, was_empty, now);
     }
 
@@ -209,8 +207,7 @@ impl<A: Aqm> EgressPort<A> {
                 return None;
             }
             while let Some(r) = self.sched.take_round_event() {
-                self.counters.queues[r].rounds += 1;
-                self.counters.port.rounds += 1;
+                self.counters.count(r, |c| c.rounds += 1);
                 self.aqm.on_round(r, now);
             }
 
@@ -222,13 +219,11 @@ impl<A: Aqm> EgressPort<A> {
             }
             self.backlog_bytes -= len as u64;
             self.backlog_pkts -= 1;
-            self.counters.queues[q].shrink(len);
-            self.counters.port.shrink(len);
+            self.counters.count(q, |c| c.shrink(len));
             self.sched.commit(q, len, left_empty, now);
 
             let sojourn = now.saturating_sub(pkt.enqueue_ns);
-            self.counters.queues[q].sojourn.record(sojourn);
-            self.counters.port.sojourn.record(sojourn);
+            self.counters.count(q, |c| c.sojourn.record(sojourn));
 
             let ctx = self.ctx(q);
             let mut verdict = self.aqm.on_dequeue(&pkt, &ctx, now, &mut self.rng);
@@ -247,8 +242,7 @@ impl<A: Aqm> EgressPort<A> {
             if keep {
                 let took = self.tb.try_take(len, now);
                 debug_assert!(took, "shaper refused a frame it said was ready");
-                self.counters.queues[q].dequeued.add(len);
-                self.counters.port.dequeued.add(len);
+                self.counters.count(q, |c| c.dequeued.add(len));
                 return Some(pkt);
             }
         }
@@ -314,8 +308,7 @@ impl<A: Aqm> EgressPort<A> {
         for q in 0..self.queues.q.len() {
             while let Some(p) = self.queues.q[q].pop_front() {
                 store.release(p.frame);
-                self.counters.queues[q].drained.add(p.len);
-                self.counters.port.drained.add(p.len);
+                self.counters.count(q, |c| c.drained.add(p.len));
             }
             self.queues.bytes[q] = 0;
             self.counters.queues[q].reset_backlog();
@@ -348,10 +341,9 @@ impl<A: Aqm> EgressPort<A> {
     #[inline]
     fn drop_frame<S: FrameStore>(&mut self, pkt: &Packet, r: DropReason, store: &mut S) {
         store.release(pkt.frame);
-        self.counters.queues[pkt.queue as usize]
-            .dropped
-            .add(r, pkt.len);
-        self.counters.port.dropped.add(r, pkt.len);
+        let len = pkt.len;
+        self.counters
+            .count(pkt.queue as usize, |c| c.dropped.add(r, len));
     }
 
     /// The one place verdicts take effect. Returns whether the packet goes
@@ -375,16 +367,15 @@ impl<A: Aqm> EgressPort<A> {
                     }
                     _ => MarkOutcome::NotEct,
                 };
-                let q = pkt.queue as usize;
+                let (q, len) = (pkt.queue as usize, pkt.len);
                 match outcome {
                     MarkOutcome::Marked | MarkOutcome::AlreadyCe => {
-                        let c = &mut self.counters;
-                        c.queues[q].marked.add(reason, pkt.len);
-                        c.port.marked.add(reason, pkt.len);
-                        if outcome == MarkOutcome::AlreadyCe {
-                            c.queues[q].already_ce.add(pkt.len);
-                            c.port.already_ce.add(pkt.len);
-                        }
+                        self.counters.count(q, |c| {
+                            c.marked.add(reason, len);
+                            if outcome == MarkOutcome::AlreadyCe {
+                                c.already_ce.add(len);
+                            }
+                        });
                         true
                     }
                     // Invalid: the bytes do not match what ingress parsed;
@@ -395,8 +386,7 @@ impl<A: Aqm> EgressPort<A> {
                             false
                         }
                         NotEctPolicy::Pass => {
-                            self.counters.queues[q].not_ect_passed.add(pkt.len);
-                            self.counters.port.not_ect_passed.add(pkt.len);
+                            self.counters.count(q, |c| c.not_ect_passed.add(len));
                             true
                         }
                     },

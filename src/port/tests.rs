@@ -583,14 +583,10 @@ fn saturated_shares_of(sched: SchedConfig, queues: usize, busy: &[usize], n: usi
 }
 
 fn assert_shares(got: &[f64], want: &[f64]) {
-    let sum: f64 = want.iter().sum();
-    for (q, (g, w)) in got.iter().zip(want).enumerate() {
-        let w = w / sum;
-        assert!(
-            (g - w).abs() <= 0.01 * w,
-            "queue {q}: share {g:.4}, want {w:.4} ± 1 %"
-        );
-    }
+    assert!(
+        crate::sched::within_one_percent(got, want),
+        "shares {got:?} not within 1 % of {want:?}"
+    );
 }
 
 #[test]
@@ -720,16 +716,6 @@ mod random_ops {
             })
     }
 
-    /// Priority rank of `q` (0 highest); group queues of SP+X rank below all strict.
-    fn rank(s: &SchedKind, q: usize) -> Option<usize> {
-        match s {
-            SchedKind::Sp(sp) => sp.rank(q),
-            SchedKind::SpDwrr(c) => Some(c.strict().rank(q).unwrap_or(usize::MAX)),
-            SchedKind::SpWfq(c) => Some(c.strict().rank(q).unwrap_or(usize::MAX)),
-            _ => None,
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -782,9 +768,9 @@ mod random_ops {
                                 prop_assert!(now >= k.enqueue_ns);
                                 sent += 1;
                                 log.push((now, k.len as u64 + 24));
-                                if let Some(rq) = rank(p.sched(), k.queue as usize) {
+                                if let Some(rq) = p.sched().priority_rank(k.queue as usize) {
                                     for h in 0..8 {
-                                        if rank(p.sched(), h).is_some_and(|rh| rh < rq) {
+                                        if p.sched().priority_rank(h).is_some_and(|rh| rh < rq) {
                                             prop_assert_eq!(p.queue_backlog(h).1, 0,
                                                 "SP served queue {} while higher queue {} had packets", k.queue, h);
                                         }

@@ -253,7 +253,7 @@ impl Scheduler for Dwrr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{mask_of, SimQueues};
+    use crate::sched::{mask_of, saturated_shares, within_one_percent, SimQueues};
 
     fn dwrr(quanta: &[u64]) -> Dwrr {
         Dwrr::new(quanta, mask_of(0..quanta.len()))
@@ -339,30 +339,12 @@ mod tests {
     #[test]
     fn shares_follow_quanta() {
         let mut s = dwrr(&[1514, 3028, 4542]);
-        let mut qs = SimQueues::new(3);
-        let mut bytes = [0u64; 3];
         let sizes = [64u32, 1514, 700, 1514, 300, 1000];
         let mut k = 0;
-        for q in 0..3 {
-            for _ in 0..4 {
-                qs.push(&mut s, q, sizes[k % sizes.len()], 0);
-                k += 1;
-            }
-        }
-        for _ in 0..100_000 {
-            let (q, len) = qs.serve(&mut s, 0).unwrap();
-            bytes[q] += len as u64;
-            qs.push(&mut s, q, sizes[k % sizes.len()], 0);
+        let shares = saturated_shares(&mut s, 3, 100_000, 1514, || {
             k += 1;
-            s.invariants(&qs, 1514);
-        }
-        let total: u64 = bytes.iter().sum();
-        for (q, w) in [1.0, 2.0, 3.0].iter().enumerate() {
-            let share = bytes[q] as f64 / total as f64;
-            assert!(
-                (share - w / 6.0).abs() < 0.01 * w / 6.0,
-                "queue {q}: {share}"
-            );
-        }
+            sizes[k % sizes.len()]
+        });
+        assert!(within_one_percent(&shares, &[1.0, 2.0, 3.0]), "{shares:?}");
     }
 }

@@ -537,6 +537,17 @@ impl SchedKind {
             _ => None,
         }
     }
+    /// Strict-priority rank of `queue` (0 = highest) under SP, SP+DWRR and
+    /// SP+WFQ; the DWRR / WFQ group's queues rank below every strict queue
+    /// (`usize::MAX`). None for pure DWRR / WFQ, which have no priorities.
+    pub fn priority_rank(&self, queue: usize) -> Option<usize> {
+        match self {
+            SchedKind::Sp(sp) => sp.rank(queue),
+            SchedKind::SpDwrr(c) => Some(c.strict().rank(queue).unwrap_or(usize::MAX)),
+            SchedKind::SpWfq(c) => Some(c.strict().rank(queue).unwrap_or(usize::MAX)),
+            _ => None,
+        }
+    }
     /// DWRR deficit of `queue` (None for other schedulers / strict queues).
     pub fn deficit(&self, queue: usize) -> Option<u64> {
         match self {
@@ -613,6 +624,44 @@ impl QueuesView for SimQueues {
     fn head_len(&self, q: usize) -> Option<u32> {
         self.q[q].front().copied()
     }
+}
+
+/// Keeps every queue of `s` backlogged (lengths from `len`), serves `n`
+/// packets checking invariants after each, and returns each queue's share
+/// of the bytes sent.
+#[cfg(test)]
+pub(crate) fn saturated_shares<S: Scheduler>(
+    s: &mut S,
+    queues: usize,
+    n: usize,
+    max_len: u32,
+    mut len: impl FnMut() -> u32,
+) -> Vec<f64> {
+    let mut qs = SimQueues::new(queues);
+    for q in 0..queues {
+        for _ in 0..3 {
+            qs.push(s, q, len(), 0);
+        }
+    }
+    let mut bytes = vec![0u64; queues];
+    for _ in 0..n {
+        let (q, l) = qs.serve(s, 0).unwrap();
+        bytes[q] += l as u64;
+        qs.push(s, q, len(), 0);
+        s.invariants(&qs, max_len);
+    }
+    let total: u64 = bytes.iter().sum();
+    bytes.iter().map(|&b| b as f64 / total as f64).collect()
+}
+
+/// Whether every share is within 1 % (relative) of `weights`' proportions.
+#[cfg(test)]
+pub(crate) fn within_one_percent(shares: &[f64], weights: &[f64]) -> bool {
+    let sum: f64 = weights.iter().sum();
+    shares
+        .iter()
+        .zip(weights)
+        .all(|(g, w)| (g - w / sum).abs() <= 0.01 * w / sum)
 }
 
 #[cfg(test)]
@@ -744,15 +793,6 @@ mod tests {
             ]
         }
 
-        fn rank(s: &SchedKind, q: usize) -> Option<usize> {
-            match s {
-                SchedKind::Sp(sp) => sp.rank(q),
-                SchedKind::SpDwrr(c) => Some(c.strict().rank(q).unwrap_or(usize::MAX)),
-                SchedKind::SpWfq(c) => Some(c.strict().rank(q).unwrap_or(usize::MAX)),
-                _ => None,
-            }
-        }
-
         proptest! {
             #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -783,9 +823,9 @@ mod tests {
                         Op::Serve => {
                             let before = qs.clone();
                             if let Some((q, _)) = qs.serve(&mut s, now) {
-                                if let Some(rq) = rank(&s, q) {
+                                if let Some(rq) = s.priority_rank(q) {
                                     for h in 0..6 {
-                                        if rank(&s, h).is_some_and(|rh| rh < rq) {
+                                        if s.priority_rank(h).is_some_and(|rh| rh < rq) {
                                             prop_assert!(before.q[h].is_empty(),
                                                 "served {} while higher {} had packets", q, h);
                                         }
@@ -820,25 +860,10 @@ mod tests {
                     config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![])
                 };
                 let mut s = cfg.build(n).unwrap();
-                let mut qs = SimQueues::new(n);
                 let mut rng = crate::rng::SimRng::new(seed);
-                let mut len = || 64 + (rng.next_u64() % 1451) as u32;
-                for q in 0..n {
-                    for _ in 0..3 { qs.push(&mut s, q, len(), 0); }
-                }
-                let mut bytes = vec![0u64; n];
-                for _ in 0..100_000 {
-                    let (q, l) = qs.serve(&mut s, 0).unwrap();
-                    bytes[q] += l as u64;
-                    qs.push(&mut s, q, len(), 0);
-                }
-                let total: u64 = bytes.iter().sum();
-                let wsum: u32 = w.iter().sum();
-                for q in 0..n {
-                    let want = w[q] as f64 / wsum as f64;
-                    let got = bytes[q] as f64 / total as f64;
-                    prop_assert!((got - want).abs() <= 0.01 * want, "queue {}: {} vs {}", q, got, want);
-                }
+                let shares = saturated_shares(&mut s, n, 100_000, 1514, || 64 + (rng.next_u64() % 1451) as u32);
+                let want: Vec<f64> = w.iter().map(|&x| x as f64).collect();
+                prop_assert!(within_one_percent(&shares, &want), "{:?} vs weights {:?}", shares, w);
             }
         }
     }
