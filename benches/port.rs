@@ -34,17 +34,10 @@ fn l3(dscp: u8) -> L3Info {
 }
 
 fn bench_port(c: &mut Criterion) {
-    let kinds = [
-        SchedName::Sp,
-        SchedName::Dwrr,
-        SchedName::Wfq,
-        SchedName::SpDwrr,
-        SchedName::SpWfq,
-    ];
     let mut g = c.benchmark_group("enqueue+dequeue");
     g.throughput(Throughput::Elements(1));
     for queues in [8usize, 128] {
-        for kind in kinds {
+        for kind in SchedName::ALL {
             let cfg = PortConfig {
                 rate: Rate::from_bps(0),
                 queues,

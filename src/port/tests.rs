@@ -686,13 +686,7 @@ mod random_ops {
 
     fn sched_cfg() -> impl Strategy<Value = SchedConfig> {
         (
-            prop_oneof![
-                Just(SchedName::Sp),
-                Just(SchedName::Dwrr),
-                Just(SchedName::Wfq),
-                Just(SchedName::SpDwrr),
-                Just(SchedName::SpWfq),
-            ],
+            prop::sample::select(SchedName::ALL.to_vec()),
             prop::collection::vec(200u64..4000, 8),
             prop::collection::vec(1u32..8, 8),
             any::<bool>(),

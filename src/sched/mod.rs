@@ -133,6 +133,14 @@ pub enum SchedName {
 }
 
 impl SchedName {
+    /// Every scheduler, in the order `--help` lists them.
+    pub const ALL: [SchedName; 5] = [
+        SchedName::Sp,
+        SchedName::Dwrr,
+        SchedName::Wfq,
+        SchedName::SpDwrr,
+        SchedName::SpWfq,
+    ];
     /// The name users type (`--sched`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -783,16 +791,6 @@ mod tests {
             }
         }
 
-        fn kinds() -> impl Strategy<Value = SchedName> {
-            prop_oneof![
-                Just(SchedName::Sp),
-                Just(SchedName::Dwrr),
-                Just(SchedName::Wfq),
-                Just(SchedName::SpDwrr),
-                Just(SchedName::SpWfq),
-            ]
-        }
-
         proptest! {
             #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -800,7 +798,7 @@ mod tests {
             /// active list, WFQ tags ≥ V — after every step.
             #[test]
             fn scheduler_invariants(
-                kind in kinds(),
+                kind in prop::sample::select(SchedName::ALL.to_vec()),
                 quanta in prop::collection::vec(100u64..5000, 6),
                 weights in prop::collection::vec(1u32..10, 6),
                 strict in prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..3),
@@ -870,9 +868,9 @@ mod tests {
 
     #[test]
     fn build_dispatches() {
-        for k in ["sp", "dwrr", "wfq", "sp+dwrr", "sp+wfq"] {
-            let s = SchedConfig::from_cli(k).unwrap().build(4).unwrap();
-            assert_eq!(s.name().as_str(), k);
+        for k in SchedName::ALL {
+            let s = SchedConfig::from_cli(k.as_str()).unwrap().build(4).unwrap();
+            assert_eq!(s.name(), k);
         }
         let s = SchedConfig::new(SchedName::Dwrr).build(3).unwrap();
         assert!(s.is_round_robin());
