@@ -1,0 +1,333 @@
+//! Egress port configuration: link rate and shaper bucket, shared buffer,
+//! queues and classifier, scheduler, Not-ECT policy, test hooks.
+
+use crate::sched::{SchedConfig, SchedConfigError, MAX_QUEUES};
+use crate::shaper::{TokenBucket, DEFAULT_BUCKET_BYTES, ETHERNET_WIRE_OVERHEAD};
+use crate::units::Rate;
+
+/// Default shared buffer per port: 96 KB, as the TCN testbed at 1 Gbit/s
+/// (tcn.txt §6.1: "Each switch port has a 96KB buffer which is completely
+/// shared by all the queues").
+pub const DEFAULT_BUFFER_BYTES: u64 = 96 * 1024;
+
+/// Largest frame of a 1500-byte-MTU Ethernet link (no FCS).
+pub const DEFAULT_MTU_FRAME_BYTES: u32 = 1514;
+
+/// Default number of queues per port (8, as a datacenter switch port and the
+/// TCN simulations, tcn.txt §6.2).
+pub const DEFAULT_QUEUES: usize = 8;
+
+/// Shortest frame the port accepts: one Ethernet header.
+pub const MIN_FRAME_BYTES: u32 = 14;
+
+/// DSCP → queue mapping (SPEC §1 "Classification").
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Classifier {
+    /// queue = DSCP mod number of queues (the default).
+    #[default]
+    DscpMod,
+    /// An explicit 64-entry table: entry `d` is the queue of DSCP `d`.
+    Map(Vec<u16>),
+}
+
+impl Classifier {
+    /// The 64-entry lookup table for a port of `queues` queues.
+    pub fn table(&self, queues: usize) -> [u16; 64] {
+        let mut t = [0u16; 64];
+        for (d, e) in t.iter_mut().enumerate() {
+            *e = match self {
+                Classifier::DscpMod => (d % queues) as u16,
+                Classifier::Map(m) => m.get(d).copied().unwrap_or(0),
+            };
+        }
+        t
+    }
+
+    /// From the command line: `mod`, or `dscp=queue` pairs (`46=0,10=1`;
+    /// unlisted DSCPs keep `dscp mod queues`), or 64 comma-separated queues.
+    pub fn from_cli(s: &str, queues: usize) -> Result<Classifier, PortConfigError> {
+        let s = s.trim();
+        let bad = || PortConfigError::BadMap(s.to_string());
+        if s.eq_ignore_ascii_case("mod") || s.is_empty() {
+            return Ok(Classifier::DscpMod);
+        }
+        if s.contains('=') {
+            let mut t: Vec<u16> = Classifier::DscpMod.table(queues.max(1)).to_vec();
+            for pair in s.split(',') {
+                let (d, q) = pair.split_once('=').ok_or_else(bad)?;
+                let d: usize = d.trim().parse().map_err(|_| bad())?;
+                let q: u16 = q.trim().parse().map_err(|_| bad())?;
+                if d >= 64 {
+                    return Err(bad());
+                }
+                t[d] = q;
+            }
+            return Ok(Classifier::Map(t));
+        }
+        let v: Vec<u16> = s
+            .split(',')
+            .map(|p| p.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        Ok(Classifier::Map(v))
+    }
+}
+
+/// What to do when an AQM wants to mark a packet that is not ECN-capable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NotEctPolicy {
+    /// Drop it, counted as `DropReason::NotEctMark` (SPEC §1, the default).
+    #[default]
+    Drop,
+    /// Let it through unmarked (counted as `not_ect_passed`).
+    Pass,
+}
+
+/// Everything that configures one egress port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortConfig {
+    /// Emulated link rate; 0 bit/s = unshaped.
+    pub rate: Rate,
+    /// Token-bucket size in bytes (default ≈ 1.67 MTU, tcn.txt §5).
+    pub bucket_bytes: u64,
+    /// Per-frame wire overhead counted against the rate (preamble, FCS, IFG).
+    pub overhead_bytes: u32,
+    /// Shared buffer of the port in frame bytes.
+    pub buffer_bytes: u64,
+    /// Number of queues, 1..=128.
+    pub queues: usize,
+    /// Optional per-queue limit in bytes (in addition to the shared buffer).
+    pub queue_limit_bytes: Option<u64>,
+    /// DSCP → queue map.
+    pub classifier: Classifier,
+    /// Scheduler.
+    pub sched: SchedConfig,
+    /// Mark on a Not-ECT packet: drop or pass.
+    pub not_ect: NotEctPolicy,
+    /// Test hook: CE-mark every n-th ECT packet at dequeue (`MarkReason::Forced`).
+    pub mark_every: Option<u32>,
+    /// Largest frame the port carries (bytes, no FCS); larger ones are `TooBig`.
+    pub mtu_frame_bytes: u32,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            rate: Rate::gbit(1),
+            bucket_bytes: DEFAULT_BUCKET_BYTES,
+            overhead_bytes: ETHERNET_WIRE_OVERHEAD,
+            buffer_bytes: DEFAULT_BUFFER_BYTES,
+            queues: DEFAULT_QUEUES,
+            queue_limit_bytes: None,
+            classifier: Classifier::DscpMod,
+            sched: SchedConfig::default(),
+            not_ect: NotEctPolicy::Drop,
+            mark_every: None,
+            mtu_frame_bytes: DEFAULT_MTU_FRAME_BYTES,
+        }
+    }
+}
+
+/// A port configuration that cannot work, with what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortConfigError {
+    /// Shared buffer below one frame.
+    #[error("buffer {buffer} B is smaller than one {frame}-byte frame; use --buffer ≥ {frame} (e.g. 96kb)")]
+    BufferTooSmall {
+        /// Configured buffer.
+        buffer: u64,
+        /// MTU frame.
+        frame: u32,
+    },
+    /// Bucket cannot hold one frame.
+    #[error("shaper bucket {bucket} B cannot hold one {frame}-byte frame plus {overhead} B wire overhead, so nothing could ever be sent; use --bucket ≥ {need} (default {DEFAULT_BUCKET_BYTES})")]
+    BucketTooSmall {
+        /// Configured bucket.
+        bucket: u64,
+        /// MTU frame.
+        frame: u32,
+        /// Wire overhead.
+        overhead: u32,
+        /// Smallest workable bucket.
+        need: u64,
+    },
+    /// Queue count out of range.
+    #[error("--queues {0} is out of range; a port has 1..={MAX_QUEUES} queues")]
+    Queues(usize),
+    /// Per-queue limit below one frame.
+    #[error("queue limit {limit} B is smaller than one {frame}-byte frame; use a limit ≥ {frame} or none")]
+    QueueLimitTooSmall {
+        /// Configured limit.
+        limit: u64,
+        /// MTU frame.
+        frame: u32,
+    },
+    /// Map with the wrong number of entries.
+    #[error("DSCP map has {0} entries; it needs exactly 64 (the queue of DSCP 0, 1, ..., 63)")]
+    MapLength(usize),
+    /// Map entry pointing past the last queue.
+    #[error("DSCP map sends DSCP {dscp} to queue {queue}, but the port has queues 0..{queues}; raise --queues or fix the map")]
+    MapEntry {
+        /// DSCP value.
+        dscp: usize,
+        /// Queue it maps to.
+        queue: u16,
+        /// Number of queues.
+        queues: usize,
+    },
+    /// Unreadable map string.
+    #[error("cannot read DSCP map {0:?}: write 'mod', dscp=queue pairs like 46=0,10=1, or 64 queue numbers separated by commas")]
+    BadMap(String),
+    /// MTU frame out of range.
+    #[error("MTU frame size {0} B is out of range; use 64..=65535 (1514 for a 1500-byte MTU)")]
+    Mtu(u32),
+    /// mark_every = 0.
+    #[error(
+        "--mark-every 0 would mark nothing; use n ≥ 1 (mark every n-th ECT packet) or leave it off"
+    )]
+    MarkEveryZero,
+    /// Scheduler configuration.
+    #[error("scheduler: {0}")]
+    Sched(#[from] SchedConfigError),
+}
+
+impl PortConfig {
+    /// Checks everything `EgressPort::new` relies on.
+    pub fn validate(&self) -> Result<(), PortConfigError> {
+        let frame = self.mtu_frame_bytes;
+        if !(64..=65535).contains(&frame) {
+            return Err(PortConfigError::Mtu(frame));
+        }
+        if self.queues == 0 || self.queues > MAX_QUEUES {
+            return Err(PortConfigError::Queues(self.queues));
+        }
+        if self.buffer_bytes < frame as u64 {
+            return Err(PortConfigError::BufferTooSmall {
+                buffer: self.buffer_bytes,
+                frame,
+            });
+        }
+        if let Some(limit) = self.queue_limit_bytes {
+            if limit < frame as u64 {
+                return Err(PortConfigError::QueueLimitTooSmall { limit, frame });
+            }
+        }
+        let tb = TokenBucket::new(self.rate, self.bucket_bytes, self.overhead_bytes, 0);
+        if !tb.fits(frame) {
+            return Err(PortConfigError::BucketTooSmall {
+                bucket: self.bucket_bytes,
+                frame,
+                overhead: self.overhead_bytes,
+                need: frame as u64 + self.overhead_bytes as u64,
+            });
+        }
+        if let Classifier::Map(m) = &self.classifier {
+            if m.len() != 64 {
+                return Err(PortConfigError::MapLength(m.len()));
+            }
+            if let Some((dscp, &queue)) = m
+                .iter()
+                .enumerate()
+                .find(|(_, &q)| q as usize >= self.queues)
+            {
+                return Err(PortConfigError::MapEntry {
+                    dscp,
+                    queue,
+                    queues: self.queues,
+                });
+            }
+        }
+        if self.mark_every == Some(0) {
+            return Err(PortConfigError::MarkEveryZero);
+        }
+        self.sched.validate(self.queues)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        PortConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let c = PortConfig {
+            buffer_bytes: 1000,
+            ..Default::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "buffer 1000 B is smaller than one 1514-byte frame; use --buffer ≥ 1514 (e.g. 96kb)"
+        );
+        let c = PortConfig {
+            bucket_bytes: 1000,
+            ..Default::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--bucket ≥ 1538"), "{e}");
+        // Unshaped: any bucket will do.
+        let c = PortConfig {
+            bucket_bytes: 0,
+            rate: Rate::from_bps(0),
+            ..Default::default()
+        };
+        c.validate().unwrap();
+        for q in [0, 129] {
+            let c = PortConfig {
+                queues: q,
+                ..Default::default()
+            };
+            assert!(c.validate().unwrap_err().to_string().contains("1..=128"));
+        }
+        let mut m = vec![0u16; 64];
+        m[46] = 8;
+        let c = PortConfig {
+            classifier: Classifier::Map(m),
+            ..Default::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("DSCP 46 to queue 8"), "{e}");
+        let c = PortConfig {
+            classifier: Classifier::Map(vec![0; 8]),
+            ..Default::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("exactly 64"));
+        let c = PortConfig {
+            queue_limit_bytes: Some(100),
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        let c = PortConfig {
+            mark_every: Some(0),
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        let mut c = PortConfig::default();
+        c.sched.weights = vec![1, 2];
+        c.sched.kind = crate::sched::SchedName::Wfq;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.starts_with("scheduler:") && e.contains("8 queues"), "{e}");
+    }
+
+    #[test]
+    fn classifier_from_cli() {
+        assert_eq!(Classifier::from_cli("mod", 4).unwrap(), Classifier::DscpMod);
+        let Classifier::Map(m) = Classifier::from_cli("46=0, 10=3", 4).unwrap() else {
+            panic!()
+        };
+        assert_eq!((m[46], m[10], m[5]), (0, 3, 1));
+        let t = Classifier::DscpMod.table(3);
+        assert_eq!((t[0], t[1], t[5], t[63]), (0, 1, 2, 0));
+        assert!(Classifier::from_cli("46=x", 4).is_err());
+        assert!(Classifier::from_cli("99=0", 4).is_err());
+        let s = vec!["1"; 64].join(",");
+        assert_eq!(
+            Classifier::from_cli(&s, 4).unwrap(),
+            Classifier::Map(vec![1; 64])
+        );
+    }
+}
