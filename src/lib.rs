@@ -14,3 +14,5 @@ pub mod rng;
 pub mod shaper;
 pub mod units;
 pub mod wire;
+pub mod xdp;
+pub mod xsk;
