@@ -4,10 +4,12 @@
 //! the XDP program, the loader and the AF_XDP layer work together.
 //!
 //! ```text
-//! sudo target/release/examples/xsk_forward sx1s sx2s [--seconds N] [--frames N]
+//! sudo target/release/examples/xsk_forward sx1s sx2s [--seconds N] [--frames N] [--rx N] [--fill N] [--tx N] [--spin]
 //! ```
 //!
-//! Busy-polls (one CPU at 100 %). Prints counters every second and, at the
+//! Busy-polls (one CPU at 100 %), yielding the CPU when a pass found
+//! nothing to do (`--spin`: never yield); on a 2-CPU machine the hosts' TCP
+//! stacks need that CPU too. Prints counters every second and, at the
 //! end (after `--seconds`), the frame accounting: every UMEM frame must be
 //! free, lent to the kernel or in flight — none lost.
 
@@ -25,24 +27,34 @@ fn main() -> Result<()> {
     let mut ports = Vec::new();
     let mut seconds: Option<u64> = None;
     let mut frames = DEFAULT_FRAMES;
+    let mut opts = XskOptions::default();
+    let mut yield_when_idle = true;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--seconds" => seconds = Some(args.next().context("--seconds N")?.parse()?),
             "--frames" => frames = args.next().context("--frames N")?.parse()?,
+            "--spin" => yield_when_idle = false,
+            "--rx" => opts.rx_size = args.next().context("--rx N")?.parse()?,
+            "--fill" => opts.fill_size = args.next().context("--fill N")?.parse()?,
+            "--tx" => {
+                opts.tx_size = args.next().context("--tx N")?.parse()?;
+                opts.comp_size = opts.tx_size;
+            }
             "-h" | "--help" => {
-                println!("usage: xsk_forward IF_A IF_B [--seconds N] [--frames N]");
+                println!("usage: xsk_forward IF_A IF_B [--seconds N] [--frames N] [--rx N] [--fill N] [--tx N] [--spin]");
                 return Ok(());
             }
             _ => ports.push(a),
         }
     }
     if ports.len() != 2 {
-        bail!("usage: xsk_forward IF_A IF_B [--seconds N] [--frames N]");
+        bail!(
+            "usage: xsk_forward IF_A IF_B [--seconds N] [--frames N] [--rx N] [--fill N] [--tx N] [--spin]"
+        );
     }
 
     let mut umem = Umem::new(frames, DEFAULT_FRAME_SIZE)?;
     let mut xdp = XdpAttachment::attach(&ports)?;
-    let opts = XskOptions::default();
     let mut socks = Vec::new();
     for (i, name) in ports.iter().enumerate() {
         let s = XskSocket::bind(&mut umem, name, 0, &opts)?;
@@ -62,6 +74,7 @@ fn main() -> Result<()> {
     let mut next_report = start + Duration::from_secs(1);
     let mut last_rx = [0u64; 2];
     loop {
+        let mut busy = false;
         for p in 0..2 {
             socks[p].complete(&mut umem);
             socks[p].refill(&mut umem);
@@ -69,6 +82,7 @@ fn main() -> Result<()> {
         for p in 0..2 {
             let n = socks[p].recv(&mut umem, &mut buf);
             rx[p] += n as u64;
+            busy |= n > 0;
             let out = &mut socks[1 - p];
             for &(frame, len) in &buf[..n] {
                 if let Err(frame) = out.send(&mut umem, frame, len) {
@@ -79,6 +93,11 @@ fn main() -> Result<()> {
         }
         for s in &mut socks {
             s.flush();
+        }
+        if !busy && yield_when_idle {
+            // Busy-polling but polite: on a 2-CPU machine the hosts' TCP
+            // stacks and iperf3 need this CPU too.
+            std::thread::yield_now();
         }
 
         let now = Instant::now();

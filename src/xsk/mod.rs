@@ -183,3 +183,6 @@ pub fn if_index(name: &str) -> Option<u32> {
     let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
     (i != 0).then_some(i)
 }
+
+#[cfg(test)]
+mod tests;

@@ -421,10 +421,18 @@ impl XskSocket {
                 )
             };
             if r < 0 {
+                // EAGAIN is the normal answer when the kernel stopped after
+                // its per-call budget (and also: completion ring full, device
+                // queue busy) — the progress check below decides whether to
+                // kick again. ENETDOWN, ENXIO, ...: give up until next flush.
                 let e = io::Error::last_os_error().raw_os_error();
-                // EAGAIN / EBUSY / ENOBUFS: kernel busy or completion ring
-                // full; ENETDOWN: link down. Try again at the next flush.
-                if !matches!(e, Some(libc::EINTR)) {
+                if !matches!(
+                    e,
+                    Some(libc::EAGAIN)
+                        | Some(libc::EBUSY)
+                        | Some(libc::ENOBUFS)
+                        | Some(libc::EINTR)
+                ) {
                     break;
                 }
             }
