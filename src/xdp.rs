@@ -64,7 +64,11 @@ pub enum XdpError {
         source: Box<EbpfError>,
     },
     /// Neither driver nor SKB mode could be attached.
-    #[error("attaching XDP to `{ifname}` failed (driver mode: {driver}; SKB mode: {skb}){hint}")]
+    #[error(
+        "attaching XDP to `{ifname}` failed (driver mode: {}; SKB mode: {}){hint}",
+        describe(driver),
+        describe(skb)
+    )]
     Attach {
         /// Port being set up.
         ifname: String,
@@ -230,8 +234,10 @@ fn attach_port(ifname: &str) -> Result<Port, XdpError> {
         Err(driver) => match program.attach_to_if_index(ifindex, XdpMode::Skb) {
             Ok(id) => {
                 eprintln!(
-                    "softswitch: {ifname}: XDP driver mode unavailable ({driver}); using SKB \
-                     (generic) mode — slower, AF_XDP copy mode only"
+                    "softswitch: {ifname}: XDP driver mode unavailable ({}); using SKB \
+                     (generic) mode — slower, AF_XDP copy mode only{}",
+                    describe(&driver),
+                    mtu_hint(ifname, &driver)
                 );
                 (id, AttachMode::Skb)
             }
@@ -273,15 +279,40 @@ fn attach_port(ifname: &str) -> Result<Port, XdpError> {
     })
 }
 
+/// A program error with the OS error behind it (aya's Display omits it).
+fn describe(e: &ProgramError) -> String {
+    match e {
+        ProgramError::SyscallError(s) => format!("{}: {}", s.call, s.io_error),
+        e => e.to_string(),
+    }
+}
+
+fn if_mtu(ifname: &str) -> Option<u32> {
+    std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+}
+
+/// Why a veth may refuse driver mode: ERANGE is veth's "MTU (of this end or
+/// its peer) too large for XDP".
+fn mtu_hint(ifname: &str, driver: &ProgramError) -> String {
+    let erange = matches!(driver, ProgramError::SyscallError(s) if s.io_error.raw_os_error() == Some(libc::ERANGE));
+    match if_mtu(ifname) {
+        Some(m) if m > VETH_XDP_MAX_MTU || erange => format!(
+            "; the MTU ({m} here) is too large for XDP in the veth driver: lower the MTU of \
+             `{ifname}` and its peer to ≤ {VETH_XDP_MAX_MTU}"
+        ),
+        _ => String::new(),
+    }
+}
+
 /// A suggestion for the common reasons attaching fails.
 fn attach_hint(ifname: &str, driver: &ProgramError, skb: &ProgramError) -> String {
     let errno = |e: &ProgramError| match e {
         ProgramError::SyscallError(s) => s.io_error.raw_os_error(),
         _ => None,
     };
-    let mtu = std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok());
+    let mtu = if_mtu(ifname);
     if [errno(driver), errno(skb)].contains(&Some(libc::EBUSY)) {
         return format!(
             "; `{ifname}` already has an XDP program (see `ip link show {ifname}`): remove it with \
