@@ -10,7 +10,11 @@
 # `sx` and is deleted on exit (trap), whatever happens.
 #
 #   sudo scripts/xsk-smoke.sh            # builds the example (release) first
-#   IPERF_SECONDS=30 FWD_ARGS='--rx 1024' sudo scripts/xsk-smoke.sh
+#   IPERF_SECONDS=30 FWD_ARGS='--rx 256 --fill 512' sudo scripts/xsk-smoke.sh
+#
+# FWD_ARGS defaults to `--rx 2048 --fill 4096`: on a 2-vCPU machine shared
+# with the iperf3 processes (and anything else) the forwarder is descheduled
+# for milliseconds and the library's small default rx ring overflows.
 set -euo pipefail
 
 IPERF_SECONDS=${IPERF_SECONDS:-10}
@@ -82,7 +86,7 @@ fi
 
 start_forwarder() { # $1: seconds
   : >"$LOG"
-  "$BIN" sx1s sx2s --seconds "$1" ${FWD_ARGS:-} >"$LOG" 2>&1 &
+  "$BIN" sx1s sx2s --seconds "$1" ${FWD_ARGS---rx 2048 --fill 4096} >"$LOG" 2>&1 &
   FWD_PID=$!
   for _ in $(seq 50); do
     grep -q '^port 1' "$LOG" && return 0

@@ -147,6 +147,13 @@ impl<T: Copy> Ring<T> {
         avail.min(max)
     }
 
+    /// Entries the kernel has published and we have not read (re-reads its index).
+    pub(super) fn cons_backlog(&self) -> u32 {
+        self.producer()
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.local)
+    }
+
     /// Reads entry number `local + i` (caller checked `cons_available`).
     pub(super) fn cons_read(&self, i: u32) -> T {
         let idx = (self.local.wrapping_add(i) & self.mask) as usize;

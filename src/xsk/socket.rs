@@ -467,6 +467,13 @@ impl XskSocket {
         self.in_fill
     }
 
+    /// Received frames waiting in the rx ring — a queue the switch's AQMs do
+    /// not see. Should stay near 0; if it does not, the data path is not
+    /// keeping up (or was descheduled).
+    pub fn rx_backlog(&self) -> u32 {
+        self.rx.cons_backlog()
+    }
+
     /// Wake-up syscalls made so far.
     pub fn kicks(&self) -> u64 {
         self.kicks
