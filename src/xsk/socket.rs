@@ -363,9 +363,15 @@ impl XskSocket {
     /// Queues `frame` (held by the application) for transmission; it becomes
     /// visible to the kernel at the next [`XskSocket::flush`] and comes back
     /// to the free list through [`XskSocket::complete`]. When the tx ring is
-    /// full the frame is handed back (`Err`) and stays the caller's.
+    /// full, or `len` is 0 or runs past the end of the frame's chunk, the
+    /// frame is handed back (`Err`) and stays the caller's.
     pub fn send(&mut self, umem: &mut Umem, frame: FrameAddr, len: u32) -> Result<(), FrameAddr> {
         self.check_umem(umem);
+        // The kernel silently skips an invalid descriptor and never completes
+        // it: the frame would be lost. Refuse it here instead.
+        if !umem.fits(frame, len) {
+            return Err(frame);
+        }
         // Each tx descriptor needs a completion slot too.
         if self.tx.prod_free(self.tx_queued + 1) <= self.tx_queued || self.in_tx >= self.comp.size()
         {

@@ -259,6 +259,16 @@ impl Umem {
         (a as usize, (chunk_end - a) as usize)
     }
 
+    /// Whether `len` bytes at `a` are a valid tx descriptor: non-empty and
+    /// inside `a`'s chunk (aligned-chunk mode).
+    #[inline]
+    pub fn fits(&self, a: FrameAddr, len: u32) -> bool {
+        let offset = a - self.chunk_of(a);
+        len > 0
+            && offset + u64::from(len) <= u64::from(self.frame_size)
+            && a < self.region.len as u64
+    }
+
     /// Chunk start of the frame containing address `a`.
     pub fn chunk_of(&self, a: FrameAddr) -> FrameAddr {
         a & !(u64::from(self.frame_size) - 1)
@@ -403,6 +413,68 @@ mod tests {
         let acc = u.accounting();
         assert!(acc.is_balanced());
         assert_eq!(acc.free, 4);
+    }
+
+    #[test]
+    fn tx_lengths_must_fit_the_chunk() {
+        let Some(u) = umem(4) else { return };
+        assert!(u.fits(0, 2048));
+        assert!(!u.fits(0, 0));
+        assert!(!u.fits(256, 2048 - 255));
+        assert!(u.fits(2048 + 256, 2048 - 256));
+        assert!(!u.fits(4 * 2048, 64));
+    }
+
+    /// Random sequences of every move a frame can make (the kernel's side
+    /// simulated by queues), with the accounting checked after each step.
+    #[test]
+    fn random_moves_never_lose_or_duplicate_a_frame() {
+        use std::collections::VecDeque;
+        let Some(mut u) = umem(32) else { return };
+        let mut rng = crate::rng::SimRng::new(7);
+        let (mut fill, mut app, mut tx) = (VecDeque::new(), Vec::new(), VecDeque::new());
+        for _ in 0..20_000 {
+            match rng.next_u64() % 6 {
+                0 => {
+                    if let Some(a) = u.take_for_fill() {
+                        fill.push_back(a);
+                    }
+                }
+                1 => {
+                    // The kernel receives into a fill frame, behind its headroom.
+                    if let Some(a) = fill.pop_front() {
+                        u.received(a + 256);
+                        app.push(a + 256);
+                    }
+                }
+                2 => {
+                    if let Some(a) = app.pop() {
+                        u.sent(a);
+                        tx.push_back(a);
+                    }
+                }
+                3 => {
+                    if let Some(a) = tx.pop_front() {
+                        u.completed(a);
+                    }
+                }
+                4 => {
+                    if let Some(a) = app.pop() {
+                        u.release(a);
+                    }
+                }
+                _ => {
+                    if let Some(a) = u.alloc() {
+                        app.push(a);
+                    }
+                }
+            }
+            let acc = u.accounting();
+            assert!(acc.is_balanced(), "{acc:?}");
+            assert_eq!(acc.in_fill as usize, fill.len());
+            assert_eq!(acc.held_by_app as usize, app.len());
+            assert_eq!(acc.in_tx as usize, tx.len());
+        }
     }
 
     #[test]
