@@ -158,6 +158,22 @@ impl XskSocket {
             super::if_index(ifname).ok_or_else(|| XskError::NoSuchInterface(ifname.to_owned()))?;
 
         let first = !umem.owner_bound;
+        let r = Self::bind_inner(umem, ifname, ifindex, queue, opts);
+        if r.is_err() && first {
+            // The owner socket is now half-configured; give the UMEM a fresh one.
+            umem.reset_owner()?;
+        }
+        r
+    }
+
+    fn bind_inner(
+        umem: &mut Umem,
+        ifname: &str,
+        ifindex: u32,
+        queue: u32,
+        opts: &XskOptions,
+    ) -> Result<Self, XskError> {
+        let first = !umem.owner_bound;
         let (own_fd, fd) = if first {
             (None, umem.owner_fd())
         } else {

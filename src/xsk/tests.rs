@@ -97,6 +97,20 @@ fn frame_round_trip_over_shared_umem() {
         comp_size: 16,
         mode: ModeRequest::Auto,
     };
+    // veth has no zero-copy: a forced zero-copy bind fails with a hint, and
+    // the UMEM stays usable for the next bind.
+    let zc = XskOptions {
+        mode: ModeRequest::ZeroCopy,
+        ..opts.clone()
+    };
+    match XskSocket::bind(&mut umem, "sxtA", 0, &zc) {
+        Err(e @ XskError::Bind { .. }) => assert!(e.to_string().contains("zero-copy"), "{e}"),
+        other => panic!("zero-copy bind on veth: {other:?}"),
+    }
+    assert!(matches!(
+        XskSocket::bind(&mut umem, "sxtNope", 0, &opts),
+        Err(XskError::NoSuchInterface(_))
+    ));
     let mut a = XskSocket::bind(&mut umem, "sxtA", 0, &opts).expect("bind A");
     let mut b = XskSocket::bind(&mut umem, "sxtB", 0, &opts).expect("bind B (shared UMEM)");
     assert_eq!(a.mode(), BindMode::Copy, "veth is copy-mode only");

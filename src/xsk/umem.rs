@@ -143,30 +143,7 @@ impl Umem {
             unsafe { libc::munmap(p, len) };
             e
         };
-        let owner_fd = super::socket::new_xdp_socket().map_err(unmap)?;
-        let reg = libc::xdp_umem_reg {
-            addr: p as u64,
-            len: len as u64,
-            chunk_size: frame_size,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        super::socket::setsockopt(owner_fd.as_raw_fd(), libc::XDP_UMEM_REG, &reg)
-            .map_err(|source| {
-                let hint = match source.raw_os_error() {
-                    Some(libc::ENOMEM) | Some(libc::ENOBUFS) | Some(libc::EPERM) => {
-                        "the UMEM is locked memory: run as root (CAP_IPC_LOCK) or raise `ulimit -l`, or use fewer frames"
-                    }
-                    _ => "check frame count and size",
-                };
-                XskError::Syscall {
-                    op: "setsockopt(XDP_UMEM_REG)",
-                    source,
-                    hint,
-                }
-            })
-            .map_err(unmap)?;
+        let owner_fd = registered_socket(base, len, frame_size).map_err(unmap)?;
         let region = Arc::new(Region {
             base,
             len,
@@ -328,10 +305,51 @@ impl Umem {
         self.free.push(chunk);
     }
 
+    /// After a failed first bind the owner socket has rings configured and
+    /// cannot be configured again: replace it by a fresh registered socket so
+    /// the next bind can succeed. Only possible while no socket shares the
+    /// region (true before the owner is bound).
+    pub(super) fn reset_owner(&mut self) -> Result<(), XskError> {
+        debug_assert!(!self.owner_bound);
+        let (base, len) = (self.region.base, self.region.len);
+        let fd = registered_socket(base, len, self.frame_size)?;
+        let region = Arc::get_mut(&mut self.region).expect("no socket shares an unbound UMEM");
+        // Dropping the old fd closes the half-configured socket.
+        region.owner_fd = fd;
+        Ok(())
+    }
+
     /// The owner socket's fd, for `XDP_SHARED_UMEM` binds and the first bind.
     pub(super) fn owner_fd(&self) -> RawFd {
         self.region.owner_fd.as_raw_fd()
     }
+}
+
+/// A new AF_XDP socket with the region registered on it (XDP_UMEM_REG).
+fn registered_socket(base: NonNull<u8>, len: usize, frame_size: u32) -> Result<OwnedFd, XskError> {
+    let fd = super::socket::new_xdp_socket()?;
+    let reg = libc::xdp_umem_reg {
+        addr: base.as_ptr() as u64,
+        len: len as u64,
+        chunk_size: frame_size,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    super::socket::setsockopt(fd.as_raw_fd(), libc::XDP_UMEM_REG, &reg).map_err(|source| {
+        let hint = match source.raw_os_error() {
+            Some(libc::ENOMEM) | Some(libc::ENOBUFS) | Some(libc::EPERM) => {
+                "the UMEM is locked memory: run as root (CAP_IPC_LOCK) or raise `ulimit -l`, or use fewer frames"
+            }
+            _ => "check frame count and size",
+        };
+        XskError::Syscall {
+            op: "setsockopt(XDP_UMEM_REG)",
+            source,
+            hint,
+        }
+    })?;
+    Ok(fd)
 }
 
 impl FrameStore for Umem {
