@@ -20,3 +20,5 @@ pub mod stats;
 pub mod topo;
 pub mod units;
 pub mod wire;
+pub mod xdp;
+pub mod xsk;

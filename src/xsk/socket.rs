@@ -1,0 +1,581 @@
+//! One AF_XDP socket per (interface, queue), all on the shared [`Umem`].
+//!
+//! Setup order is the kernel's (`net/xdp/xsk.c`): socket → (UMEM_REG, done by
+//! `Umem::new` on the owner socket) → ring sizes (fill, completion, rx, tx) →
+//! XDP_MMAP_OFFSETS → mmap all four rings (only allowed before bind) → bind.
+//! The first socket bound to a UMEM is its owner socket; every later one binds
+//! with `XDP_SHARED_UMEM` naming the owner, and because it is on another
+//! interface or queue it brings its own fill and completion rings (Linux ≥ 5.10).
+//! A frame received on one port can thus be transmitted on another without a copy.
+
+use std::{
+    io,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
+    sync::Arc,
+};
+
+use super::Umem;
+use super::{
+    ring::Ring, umem::Region, BindMode, FrameAddr, ModeRequest, XskError, XskOptions, XskStatistics,
+};
+
+/// An AF_XDP socket bound to one queue of one interface.
+pub struct XskSocket {
+    // Rings first: they are unmapped before the fd is closed.
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    rx: Ring<libc::xdp_desc>,
+    tx: Ring<libc::xdp_desc>,
+    /// Our own socket, or None when this is the UMEM's owner socket (whose fd
+    /// lives in `region`, see `Region::owner_fd`).
+    _own_fd: Option<OwnedFd>,
+    fd: RawFd,
+    region: Arc<Region>,
+    ifname: String,
+    ifindex: u32,
+    queue: u32,
+    mode: BindMode,
+    /// Written to the tx ring by `send`, not yet published (`flush` does).
+    tx_queued: u32,
+    /// Frames put on our fill ring and not yet received.
+    in_fill: u32,
+    /// Frames sent and not yet completed.
+    in_tx: u32,
+    /// Wake-up syscalls made (tx kicks + fill wakeups).
+    kicks: u64,
+}
+
+impl std::fmt::Debug for XskSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XskSocket")
+            .field("ifname", &self.ifname)
+            .field("queue", &self.queue)
+            .field("fd", &self.fd)
+            .field("mode", &self.mode)
+            .field("in_fill", &self.in_fill)
+            .field("in_tx", &self.in_tx)
+            .finish()
+    }
+}
+
+/// Creates an unbound AF_XDP socket.
+pub(super) fn new_xdp_socket() -> Result<OwnedFd, XskError> {
+    // SAFETY: plain syscall; the result is checked and owned below.
+    let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        let source = io::Error::last_os_error();
+        return Err(match source.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => XskError::Permission { op: "socket(AF_XDP)" },
+            Some(libc::EAFNOSUPPORT) => XskError::Syscall {
+                op: "socket(AF_XDP)",
+                source,
+                hint: "this kernel has no AF_XDP (CONFIG_XDP_SOCKETS); softswitch needs Linux ≥ 5.10 with it",
+            },
+            _ => XskError::Syscall {
+                op: "socket(AF_XDP)",
+                source,
+                hint: "check `ulimit -n`",
+            },
+        });
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `setsockopt(fd, SOL_XDP, opt, value)`.
+pub(super) fn setsockopt<T>(fd: RawFd, opt: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: value points to a live T of the size we pass.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_XDP,
+            opt,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `getsockopt(fd, SOL_XDP, opt)` into a zeroed `T`; also returns the length the kernel wrote.
+fn getsockopt<T: Copy>(fd: RawFd, opt: libc::c_int) -> io::Result<(T, usize)> {
+    // SAFETY: all T used here are plain C structs / integers for which all-zero is valid.
+    let mut value: T = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: value is a live, writable T of `len` bytes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            opt,
+            (&mut value as *mut T).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok((value, len as usize))
+    }
+}
+
+fn check_ring_size(name: &str, n: u32) -> Result<(), XskError> {
+    if n.is_power_of_two() && (8..=1 << 16).contains(&n) {
+        Ok(())
+    } else {
+        Err(XskError::Config(format!(
+            "{name} ring size {n}: use a power of two between 8 and 65536"
+        )))
+    }
+}
+
+impl XskSocket {
+    /// Binds a socket to `queue` of `ifname` on the shared `umem`, maps its
+    /// rings and puts free frames on its fill ring.
+    ///
+    /// Mode: with [`ModeRequest::Auto`] the kernel tries zero-copy and falls back
+    /// to copy mode itself (veth is copy-only); [`BindMode`] says which it chose.
+    /// Sockets after the first inherit the first one's mode (a kernel rule for
+    /// shared UMEMs).
+    ///
+    /// The frames for the XSKMAP: register [`XskSocket::fd`] with
+    /// `XdpAttachment::register_socket` after this.
+    pub fn bind(
+        umem: &mut Umem,
+        ifname: &str,
+        queue: u32,
+        opts: &XskOptions,
+    ) -> Result<Self, XskError> {
+        check_ring_size("rx", opts.rx_size)?;
+        check_ring_size("tx", opts.tx_size)?;
+        check_ring_size("fill", opts.fill_size)?;
+        check_ring_size("completion", opts.comp_size)?;
+        let ifindex =
+            super::if_index(ifname).ok_or_else(|| XskError::NoSuchInterface(ifname.to_owned()))?;
+
+        let first = !umem.owner_bound;
+        let r = Self::bind_inner(umem, ifname, ifindex, queue, opts);
+        if r.is_err() && first {
+            // The owner socket is now half-configured; give the UMEM a fresh one.
+            umem.reset_owner()?;
+        }
+        r
+    }
+
+    fn bind_inner(
+        umem: &mut Umem,
+        ifname: &str,
+        ifindex: u32,
+        queue: u32,
+        opts: &XskOptions,
+    ) -> Result<Self, XskError> {
+        let first = !umem.owner_bound;
+        let (own_fd, fd) = if first {
+            (None, umem.owner_fd())
+        } else {
+            let s = new_xdp_socket()?;
+            let fd = s.as_raw_fd();
+            (Some(s), fd)
+        };
+        let sockopt = |op: &'static str, opt, n: &u32| {
+            setsockopt(fd, opt, n).map_err(|source| XskError::Syscall {
+                op,
+                source,
+                hint: "ring sizes must be powers of two; run as root",
+            })
+        };
+        sockopt(
+            "setsockopt(XDP_UMEM_FILL_RING)",
+            libc::XDP_UMEM_FILL_RING,
+            &opts.fill_size,
+        )?;
+        sockopt(
+            "setsockopt(XDP_UMEM_COMPLETION_RING)",
+            libc::XDP_UMEM_COMPLETION_RING,
+            &opts.comp_size,
+        )?;
+        sockopt("setsockopt(XDP_RX_RING)", libc::XDP_RX_RING, &opts.rx_size)?;
+        sockopt("setsockopt(XDP_TX_RING)", libc::XDP_TX_RING, &opts.tx_size)?;
+
+        let (off, off_len) = getsockopt::<libc::xdp_mmap_offsets>(fd, libc::XDP_MMAP_OFFSETS)
+            .map_err(|source| XskError::Syscall {
+                op: "getsockopt(XDP_MMAP_OFFSETS)",
+                source,
+                hint: "softswitch needs Linux ≥ 5.10",
+            })?;
+        if off_len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+            return Err(XskError::Config(
+                "the kernel's AF_XDP ring layout predates ring flags (Linux < 5.4); softswitch needs Linux ≥ 5.10".into(),
+            ));
+        }
+        let map_err = |op| {
+            move |source| XskError::Syscall {
+                op,
+                source,
+                hint: "mapping an AF_XDP ring failed; check `ulimit -l` and ring sizes",
+            }
+        };
+        let fill = Ring::<u64>::map(
+            fd,
+            libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
+            &off.fr,
+            opts.fill_size,
+        )
+        .map_err(map_err("mmap(fill ring)"))?;
+        let comp = Ring::<u64>::map(
+            fd,
+            libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
+            &off.cr,
+            opts.comp_size,
+        )
+        .map_err(map_err("mmap(completion ring)"))?;
+        let rx = Ring::<libc::xdp_desc>::map(fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
+            .map_err(map_err("mmap(rx ring)"))?;
+        let tx = Ring::<libc::xdp_desc>::map(fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
+            .map_err(map_err("mmap(tx ring)"))?;
+
+        let mut flags: u16 = 0;
+        let mut shared_fd = 0u32;
+        if first {
+            flags |= libc::XDP_USE_NEED_WAKEUP;
+            flags |= match opts.mode {
+                ModeRequest::Auto => 0,
+                ModeRequest::ZeroCopy => libc::XDP_ZEROCOPY,
+                ModeRequest::Copy => libc::XDP_COPY,
+            };
+        } else {
+            // The kernel refuses mode flags on a shared bind: the mode (and
+            // need-wakeup) come from the owner socket.
+            flags |= libc::XDP_SHARED_UMEM;
+            shared_fd = umem.owner_fd() as u32;
+        }
+        let sa = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: flags,
+            sxdp_ifindex: ifindex,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: shared_fd,
+        };
+        // SAFETY: sa is a valid sockaddr_xdp of the size passed.
+        let r = unsafe {
+            libc::bind(
+                fd,
+                (&sa as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            let source = io::Error::last_os_error();
+            return Err(bind_error(ifname, queue, opts.mode, first, source));
+        }
+
+        let (xo, _) = getsockopt::<libc::xdp_options>(fd, libc::XDP_OPTIONS).map_err(|source| {
+            XskError::Syscall {
+                op: "getsockopt(XDP_OPTIONS)",
+                source,
+                hint: "softswitch needs Linux ≥ 5.10",
+            }
+        })?;
+        let mode = if xo.flags & libc::XDP_OPTIONS_ZEROCOPY != 0 {
+            BindMode::ZeroCopy
+        } else {
+            BindMode::Copy
+        };
+        if first {
+            umem.owner_bound = true;
+            umem.mode = Some(mode);
+        }
+        let mut s = XskSocket {
+            fill,
+            comp,
+            rx,
+            tx,
+            _own_fd: own_fd,
+            fd,
+            region: Arc::clone(&umem.region),
+            ifname: ifname.to_owned(),
+            ifindex,
+            queue,
+            mode,
+            tx_queued: 0,
+            in_fill: 0,
+            in_tx: 0,
+            kicks: 0,
+        };
+        s.refill(umem);
+        Ok(s)
+    }
+
+    /// The socket's fd, to put into the port's XSKMAP.
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// Copy or zero-copy, as the kernel bound it.
+    pub fn mode(&self) -> BindMode {
+        self.mode
+    }
+
+    /// Interface name.
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    /// Interface index.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// Queue index.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// Tops the fill ring up from the free list; returns frames added. Wakes
+    /// the kernel if it asked (need-wakeup, zero-copy drivers).
+    pub fn refill(&mut self, umem: &mut Umem) -> u32 {
+        self.check_umem(umem);
+        let want = self.fill.size().min(umem.free_frames());
+        let n = self.fill.prod_free(want).min(umem.free_frames());
+        for i in 0..n {
+            let a = umem
+                .take_for_fill()
+                .expect("free list shorter than counted");
+            self.fill.prod_write(i, a);
+        }
+        if n > 0 {
+            self.fill.submit(n);
+            self.in_fill += n;
+        }
+        if self.mode == BindMode::ZeroCopy && self.fill.needs_wakeup() {
+            self.wake_rx();
+        }
+        n
+    }
+
+    /// Reads received frames into `out` as (address, length); they are now
+    /// held by the application. Returns how many.
+    pub fn recv(&mut self, umem: &mut Umem, out: &mut [(FrameAddr, u32)]) -> usize {
+        self.check_umem(umem);
+        let n = self
+            .rx
+            .cons_available(out.len().min(u32::MAX as usize) as u32);
+        for (i, slot) in out.iter_mut().enumerate().take(n as usize) {
+            let d = self.rx.cons_read(i as u32);
+            umem.received(d.addr);
+            *slot = (d.addr, d.len);
+        }
+        if n > 0 {
+            self.rx.release(n);
+            self.in_fill -= n;
+        }
+        n as usize
+    }
+
+    /// Queues `frame` (held by the application) for transmission; it becomes
+    /// visible to the kernel at the next [`XskSocket::flush`] and comes back
+    /// to the free list through [`XskSocket::complete`]. When the tx ring is
+    /// full, or `len` is 0 or runs past the end of the frame's chunk, the
+    /// frame is handed back (`Err`) and stays the caller's.
+    pub fn send(&mut self, umem: &mut Umem, frame: FrameAddr, len: u32) -> Result<(), FrameAddr> {
+        self.check_umem(umem);
+        // The kernel silently skips an invalid descriptor and never completes
+        // it: the frame would be lost. Refuse it here instead.
+        if !umem.fits(frame, len) {
+            return Err(frame);
+        }
+        // Each tx descriptor needs a completion slot too.
+        if self.tx.prod_free(self.tx_queued + 1) <= self.tx_queued || self.in_tx >= self.comp.size()
+        {
+            return Err(frame);
+        }
+        umem.sent(frame);
+        self.tx.prod_write(
+            self.tx_queued,
+            libc::xdp_desc {
+                addr: frame,
+                len,
+                options: 0,
+            },
+        );
+        self.tx_queued += 1;
+        self.in_tx += 1;
+        Ok(())
+    }
+
+    /// Publishes queued tx descriptors and kicks the kernel to send them.
+    ///
+    /// In copy mode one `sendto` transmits only a small batch (the kernel's
+    /// per-call budget, 32 frames), so keep kicking while the tx ring holds
+    /// descriptors the kernel has not consumed — a single kick per loop
+    /// stalls TCP (NOTES.md). Stops early when the kernel makes no progress
+    /// (e.g. EAGAIN: completion ring full — call `complete`).
+    pub fn flush(&mut self) {
+        if self.tx_queued > 0 {
+            self.tx.submit(self.tx_queued);
+            self.tx_queued = 0;
+        }
+        if self.mode == BindMode::ZeroCopy && !self.tx.needs_wakeup() {
+            return;
+        }
+        // Bounded: enough kicks to drain a full ring at 32 per kick, and then some.
+        let max_kicks = self.tx.size() / 16 + 2;
+        for _ in 0..max_kicks {
+            let before = self.tx.prod_outstanding();
+            if before == 0 {
+                break;
+            }
+            self.kicks += 1;
+            // SAFETY: a zero-length sendto with no buffer and no address is the
+            // AF_XDP tx wake-up; the fd is our bound socket.
+            let r = unsafe {
+                libc::sendto(
+                    self.fd,
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+            if r < 0 {
+                // EAGAIN is the normal answer when the kernel stopped after
+                // its per-call budget (and also: completion ring full, device
+                // queue busy) — the progress check below decides whether to
+                // kick again. ENETDOWN, ENXIO, ...: give up until next flush.
+                let e = io::Error::last_os_error().raw_os_error();
+                if !matches!(
+                    e,
+                    Some(libc::EAGAIN)
+                        | Some(libc::EBUSY)
+                        | Some(libc::ENOBUFS)
+                        | Some(libc::EINTR)
+                ) {
+                    break;
+                }
+            }
+            if self.tx.prod_outstanding() >= before {
+                break;
+            }
+        }
+    }
+
+    /// Reaps the completion ring: transmitted frames go back to the free
+    /// list. Returns how many.
+    pub fn complete(&mut self, umem: &mut Umem) -> u32 {
+        self.check_umem(umem);
+        let n = self.comp.cons_available(u32::MAX);
+        for i in 0..n {
+            umem.completed(self.comp.cons_read(i));
+        }
+        if n > 0 {
+            self.comp.release(n);
+            self.in_tx -= n;
+        }
+        n
+    }
+
+    /// Frames given to `send` and not yet returned by `complete`.
+    pub fn tx_pending(&self) -> u32 {
+        self.in_tx
+    }
+
+    /// Frames on the fill ring or unread on the rx ring.
+    pub fn rx_pending(&self) -> u32 {
+        self.in_fill
+    }
+
+    /// Received frames waiting in the rx ring — a queue the switch's AQMs do
+    /// not see. Should stay near 0; if it does not, the data path is not
+    /// keeping up (or was descheduled).
+    pub fn rx_backlog(&self) -> u32 {
+        self.rx.cons_backlog()
+    }
+
+    /// Wake-up syscalls made so far.
+    pub fn kicks(&self) -> u64 {
+        self.kicks
+    }
+
+    /// The kernel's drop counters for this socket (`XDP_STATISTICS`).
+    pub fn statistics(&self) -> Result<XskStatistics, XskError> {
+        let (s, _) = getsockopt::<libc::xdp_statistics>(self.fd, libc::XDP_STATISTICS).map_err(
+            |source| XskError::Syscall {
+                op: "getsockopt(XDP_STATISTICS)",
+                source,
+                hint: "softswitch needs Linux ≥ 5.10",
+            },
+        )?;
+        Ok(XskStatistics {
+            rx_dropped: s.rx_dropped,
+            rx_invalid_descs: s.rx_invalid_descs,
+            tx_invalid_descs: s.tx_invalid_descs,
+            rx_ring_full: s.rx_ring_full,
+            rx_fill_ring_empty_descs: s.rx_fill_ring_empty_descs,
+            tx_ring_empty_descs: s.tx_ring_empty_descs,
+        })
+    }
+
+    fn wake_rx(&mut self) {
+        self.kicks += 1;
+        // SAFETY: a zero-length recvfrom with no buffer is the AF_XDP fill-ring
+        // wake-up; the fd is our bound socket.
+        unsafe {
+            libc::recvfrom(
+                self.fd,
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+        }
+    }
+
+    /// The UMEM passed in must be the one this socket is bound to: addresses
+    /// from our rings only mean something there.
+    #[inline]
+    fn check_umem(&self, umem: &Umem) {
+        assert!(
+            Arc::ptr_eq(&self.region, &umem.region),
+            "XskSocket used with a different Umem than it was bound to"
+        );
+    }
+}
+
+fn bind_error(
+    ifname: &str,
+    queue: u32,
+    mode: ModeRequest,
+    first: bool,
+    source: io::Error,
+) -> XskError {
+    let hint = match source.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            return XskError::Permission {
+                op: "bind(AF_XDP socket)",
+            }
+        }
+        Some(libc::EBUSY) => format!(
+            "queue {queue} of `{ifname}` already has an AF_XDP socket or UMEM (is another softswitch running on it?)"
+        ),
+        Some(libc::EOPNOTSUPP) if mode == ModeRequest::ZeroCopy => format!(
+            "`{ifname}` does not support zero-copy AF_XDP (veth never does): use copy or auto mode"
+        ),
+        Some(libc::EINVAL) => format!(
+            "queue {queue} may not exist on `{ifname}` (see `ethtool -l {ifname}`)"
+        ),
+        Some(libc::EBADF) if !first => "the UMEM's first socket was closed; bind all ports before dropping any".into(),
+        _ => format!("check that `{ifname}` is a usable network device"),
+    };
+    XskError::Bind {
+        ifname: ifname.to_owned(),
+        queue,
+        source,
+        hint,
+    }
+}
