@@ -365,11 +365,41 @@ impl FrameStore for Umem {
         self.held_by_app -= 1;
         self.free.push(chunk);
     }
+
+    fn clone_frame(&mut self, frame: FrameId, len: u32) -> Option<FrameId> {
+        let (src_off, src_len) = self.app_span(frame);
+        let dst = self.alloc()?;
+        let (dst_off, dst_len) = self.app_span(dst);
+        let n = (len as usize).min(src_len).min(dst_len);
+        // SAFETY: app_span checked that both frames are held by the application
+        // and that each span lies inside the mapped region; `dst` came off the
+        // free list, so it is a different chunk and the spans do not overlap.
+        unsafe {
+            let base = self.region.base.as_ptr();
+            std::ptr::copy_nonoverlapping(base.add(src_off), base.add(dst_off), n);
+        }
+        Some(dst)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clone_frame_copies_into_a_new_frame() {
+        let Some(mut u) = umem(4) else { return };
+        let a = u.alloc().unwrap();
+        u.frame_mut(a)[..4].copy_from_slice(b"abcd");
+        let b = u.clone_frame(a, 4).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(&u.frame(b)[..4], b"abcd");
+        assert_eq!(u.accounting().held_by_app, 2);
+        u.release(a);
+        u.release(b);
+        assert!(u.accounting().is_balanced());
+        assert_eq!(u.free_frames(), 4);
+    }
 
     fn umem(frames: u32) -> Option<Umem> {
         match Umem::new(frames, 2048) {
