@@ -2,7 +2,7 @@
 //! the TCP rewrites R-AQM does on the reverse path (ECE flag, receive window),
 //! each with an incremental TCP checksum update (RFC 1624 eq. 3).
 //!
-//! Every function takes the [`L3Info`] that [`parse`](super::parse) produced
+//! Every function takes the [`L3Info`] that [`parse()`](super::parse()) produced
 //! for the frame, but trusts nothing in it: it re-reads the version, header
 //! lengths and ECN bits from the frame itself, so an `L3Info` from another
 //! frame (or a frame changed since) gives [`MarkOutcome::Invalid`] / `false`,

@@ -1,11 +1,13 @@
 //! Packet views over frame bytes (smoltcp style) and the one-pass parser the
 //! data path runs on every frame.
 //!
-//! Contract: [`parse`] reads untrusted bytes and never panics; it returns a
+//! Contract: [`parse()`] reads untrusted bytes and never panics; it returns a
 //! [`FrameInfo`] whose offsets are valid for the frame it was given (every
 //! offset + header length ≤ frame length). Functions that rewrite headers
-//! ([`ecn::set_ce`]) take that `FrameInfo` and re-check lengths, so a caller
-//! passing a different frame gets `false`/an error, never a panic.
+//! ([`ecn::set_ce`], [`ecn::set_ece`], [`ecn::set_tcp_window`]) take its
+//! [`L3Info`] and re-check version and lengths in the frame, so a caller
+//! passing a different frame gets [`MarkOutcome::Invalid`] / `false`, never a
+//! panic.
 //!
 //! The header views ([`EthernetFrame`], [`Ipv4Packet`], [`Ipv6Packet`],
 //! [`TcpPacket`]) follow smoltcp: field offsets in a private `mod field`,
