@@ -12,8 +12,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use softswitch::wire::{
-    ecn, parse, set_ce, set_ece, set_tcp_window, Ecn, IpVersion, Ipv4Packet, Ipv6Packet,
-    L3Info, MarkOutcome, TcpInfo, TcpPacket,
+    ecn, parse, set_ce, set_ece, set_tcp_window, Ecn, IpVersion, Ipv4Packet, Ipv6Packet, L3Info,
+    MarkOutcome, TcpInfo, TcpPacket,
 };
 
 fn tcp_checksum_ok(frame: &[u8], l3: &L3Info) -> Option<bool> {
@@ -39,7 +39,8 @@ fuzz_target!(|data: &[u8]| {
         if let Some(l3) = info.l3 {
             assert!(usize::from(l3.offset) < data.len());
             if let Some(t) = l3.tcp {
-                let end = usize::from(t.offset) + usize::from(t.header_len) + usize::from(t.payload_len);
+                let end =
+                    usize::from(t.offset) + usize::from(t.header_len) + usize::from(t.payload_len);
                 assert!(end <= data.len());
             }
 
@@ -87,7 +88,11 @@ fuzz_target!(|data: &[u8]| {
     if data.len() >= 8 {
         let (h, frame) = data.split_at(8);
         let l3 = L3Info {
-            version: if h[0] & 1 == 0 { IpVersion::V4 } else { IpVersion::V6 },
+            version: if h[0] & 1 == 0 {
+                IpVersion::V4
+            } else {
+                IpVersion::V6
+            },
             offset: u16::from(h[1]),
             dscp: 0,
             ecn: Ecn::from_bits(h[0] >> 1),
