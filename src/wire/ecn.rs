@@ -404,6 +404,33 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_rewrites_behind_extension_headers() {
+        // ipv6_tcp_ack with a 16-byte destination-options header in front of TCP.
+        let mut f = ipv6_tcp_ack();
+        let mut ext = vec![6u8, 1, 1, 12];
+        ext.extend_from_slice(&[0; 12]);
+        f[20] = 60;
+        f[19] += 16;
+        f.splice(54..54, ext);
+        let l3 = parse(&f).unwrap().l3.unwrap();
+        let t0 = usize::from(l3.tcp.unwrap().offset);
+        assert_eq!(t0, 70);
+        let (s, d) = {
+            let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+            (ip.src_addr(), ip.dst_addr())
+        };
+        TcpPacket::new_checked(&mut f[t0..])
+            .unwrap()
+            .fill_checksum_v6(&s, &d);
+        tcp_checksum_is_full_recomputation(&f);
+        assert!(set_ece(&mut f, &l3));
+        assert!(set_tcp_window(&mut f, &l3, 3));
+        tcp_checksum_is_full_recomputation(&f);
+        assert_eq!(f[t0 + 13] & flags::ECE, flags::ECE);
+        assert_eq!(set_ce(&mut f, &l3), MarkOutcome::Marked);
+    }
+
+    #[test]
     fn window_scale_from_syn() {
         let f = ipv4_tcp_syn();
         let l3 = parse(&f).unwrap().l3.unwrap();

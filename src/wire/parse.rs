@@ -92,7 +92,8 @@ fn parse_ipv6(frame: &[u8], offset: usize) -> Option<L3Info> {
     let mut pos = 0usize; // offset of header `next` within `payload`
     let mut fragment = false;
     let mut reached_transport = false;
-    for _ in 0..=MAX_IPV6_EXT_HEADERS {
+    let mut walked = 0;
+    loop {
         let ext_len = match next {
             ip_proto::HOP_BY_HOP | ip_proto::IPV6_ROUTE | ip_proto::IPV6_OPTS => {
                 // RFC 8200 §4.3–4.6: length in 8-octet units, not counting the first 8.
@@ -112,12 +113,16 @@ fn parse_ipv6(frame: &[u8], offset: usize) -> Option<L3Info> {
                 break;
             }
         };
+        if walked == MAX_IPV6_EXT_HEADERS {
+            break;
+        }
         // The whole extension header must lie inside the payload.
         let Some(ext_len) = ext_len.filter(|&l| pos + l <= payload.len()) else {
             break;
         };
         next = payload[pos];
         pos += ext_len;
+        walked += 1;
     }
     let (ports, tcp) = if reached_transport && !fragment {
         transport(next, &payload[pos..], offset + ipv6::HEADER_LEN + pos)
@@ -402,16 +407,32 @@ pub(crate) mod tests {
             ],
         ); // routing, 24 bytes
         insert_ext(&mut f, 0, &[0, 0, 1, 4, 0, 0, 0, 0]); // hop-by-hop
+        insert_ext(&mut f, 51, &[0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]); // AH, 12 bytes
         let l3 = parse(&f).unwrap().l3.unwrap();
         assert_eq!(l3.protocol, 6);
         let tcp = l3.tcp.unwrap();
-        assert_eq!(tcp.offset, 54 + 8 + 24 + 8);
+        assert_eq!(tcp.offset, 54 + 12 + 8 + 24 + 8);
         assert_eq!(tcp.header_len, 32);
         assert_eq!(tcp.payload_len, 0);
         assert_eq!(
             l3.flow_hash,
             parse(&ipv6_tcp_ack()).unwrap().l3.unwrap().flow_hash
         );
+    }
+
+    #[test]
+    fn ipv6_extension_chain_length_is_bounded() {
+        let mut f = ipv6_tcp_ack();
+        for _ in 0..MAX_IPV6_EXT_HEADERS {
+            insert_ext(&mut f, 60, &[0, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        let l3 = parse(&f).unwrap().l3.unwrap();
+        assert_eq!(l3.protocol, 6);
+        assert!(l3.tcp.is_some());
+        insert_ext(&mut f, 60, &[0, 0, 1, 4, 0, 0, 0, 0]);
+        let l3 = parse(&f).unwrap().l3.unwrap();
+        assert_eq!(l3.protocol, 60);
+        assert_eq!(l3.tcp, None);
     }
 
     #[test]
