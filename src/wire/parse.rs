@@ -679,6 +679,41 @@ pub(crate) mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any bytes: no panic, offsets inside the frame; marking a copy keeps
+        /// its length and re-parses.
+        #[test]
+        fn arbitrary_frames(
+            head in proptest::sample::select(vec![0usize, 1, 2]),
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        ) {
+            let mut f = match head {
+                0 => eth(0x0800),
+                1 => eth(0x86dd),
+                _ => eth(0x8100),
+            };
+            f.extend_from_slice(&body);
+            let Ok(info) = parse(&f) else {
+                // Only a cut-off VLAN tag is an error once 14 bytes are there.
+                proptest::prop_assert!(head == 2 && body.len() < 4);
+                return Ok(());
+            };
+            if let Some(l3) = info.l3 {
+                proptest::prop_assert!(usize::from(l3.offset) < f.len());
+                if let Some(t) = l3.tcp {
+                    let end = usize::from(t.offset) + usize::from(t.header_len)
+                        + usize::from(t.payload_len);
+                    proptest::prop_assert!(end <= f.len());
+                }
+                let mut g = f.clone();
+                let _ = crate::wire::set_ce(&mut g, &l3);
+                let _ = crate::wire::set_ece(&mut g, &l3);
+                proptest::prop_assert_eq!(g.len(), f.len());
+                proptest::prop_assert!(parse(&g).unwrap().l3.is_some());
+            }
+        }
+    }
+
     #[test]
     fn flow_hash_spreads_and_distinguishes_direction() {
         let a = flow_hash(&[10, 0, 0, 1], &[10, 0, 0, 2], 6, Some((1000, 80)));
