@@ -8,6 +8,7 @@
 //! host namespaces and the command line.
 
 pub mod aqm;
+pub mod bridge;
 pub mod config;
 pub mod delay;
 pub mod packet;

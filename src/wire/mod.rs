@@ -1,19 +1,81 @@
 //! Packet views over frame bytes (smoltcp style) and the one-pass parser the
 //! data path runs on every frame.
 //!
-//! Contract: [`parse`] reads untrusted bytes and never panics; it returns a
+//! Contract: [`parse()`] reads untrusted bytes and never panics; it returns a
 //! [`FrameInfo`] whose offsets are valid for the frame it was given (every
 //! offset + header length ≤ frame length). Functions that rewrite headers
-//! ([`ecn::set_ce`]) take that `FrameInfo` and re-check lengths, so a caller
-//! passing a different frame gets `false`/an error, never a panic.
+//! ([`ecn::set_ce`], [`ecn::set_ece`], [`ecn::set_tcp_window`]) take its
+//! [`L3Info`] and re-check version and lengths in the frame, so a caller
+//! passing a different frame gets [`MarkOutcome::Invalid`] / `false`, never a
+//! panic.
+//!
+//! The header views ([`EthernetFrame`], [`Ipv4Packet`], [`Ipv6Packet`],
+//! [`TcpPacket`]) follow smoltcp: field offsets in a private `mod field`,
+//! getters on `T: AsRef<[u8]>`, setters on `T: AsMut<[u8]>`, and the contract
+//! that once `check_len()` (or `new_checked`) has succeeded no getter or setter
+//! panics. Untrusted bytes only ever go through `new_checked`.
 //!
 //! Checksums are updated incrementally (RFC 1624, eq. 3: HC' = ~(~HC + ~m + m')).
 
 pub mod checksum;
 pub mod ecn;
+pub mod ethernet;
+pub mod ipv4;
+pub mod ipv6;
 pub mod parse;
+pub mod tcp;
 
+pub use ecn::{set_ce, set_ece, set_tcp_window, MarkOutcome};
+pub use ethernet::EthernetFrame;
+pub use ipv4::Ipv4Packet;
+pub use ipv6::Ipv6Packet;
 pub use parse::parse;
+pub use tcp::TcpPacket;
+
+/// Why a header view refused a buffer (`new_checked` / `check_len`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The buffer ends before the header (or the length the header claims) does.
+    #[error("truncated header")]
+    Truncated,
+    /// A field holds a value the protocol does not allow (version, header length).
+    #[error("malformed header")]
+    Malformed,
+}
+
+/// IP protocol numbers the parser knows.
+pub mod ip_proto {
+    /// IPv6 hop-by-hop options (extension header).
+    pub const HOP_BY_HOP: u8 = 0;
+    /// ICMP.
+    pub const ICMP: u8 = 1;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+    /// IPv6 routing header.
+    pub const IPV6_ROUTE: u8 = 43;
+    /// IPv6 fragment header.
+    pub const IPV6_FRAG: u8 = 44;
+    /// IPsec authentication header.
+    pub const AH: u8 = 51;
+    /// ICMPv6.
+    pub const ICMPV6: u8 = 58;
+    /// IPv6 no next header.
+    pub const IPV6_NONXT: u8 = 59;
+    /// IPv6 destination options.
+    pub const IPV6_OPTS: u8 = 60;
+}
+
+#[inline]
+pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+#[inline]
+pub(crate) fn set_be16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_be_bytes());
+}
 
 /// A 48-bit Ethernet address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
