@@ -18,6 +18,7 @@ pub mod rng;
 pub mod sched;
 pub mod shaper;
 pub mod stats;
+pub mod switch;
 pub mod topo;
 pub mod units;
 pub mod wire;

@@ -1,0 +1,435 @@
+//! The whole switch as a deterministic machine: frames in (port, bytes, now),
+//! frames out (port, packet) — no sockets, no clock.
+//!
+//! ```text
+//! ingress: parse → L2 forward (learning bridge) → egress port(s)
+//! egress port: classify → buffer → enqueue AQM → queues → scheduler
+//!              → dequeue AQM → shaper → delay line → out
+//! ```
+//!
+//! The AF_XDP data path (`dataplane`) feeds received frames to [`Switch::ingress`]
+//! and transmits what [`Switch::poll`] hands out; tests and simulations drive the
+//! same code with a [`VecStore`](crate::packet::VecStore) and a manual clock.
+//!
+//! Seam for R-AQM (SPEC §2, r-aqm.txt §IV): pure ACKs heading back from a
+//! congested port's receiver will be diverted at [`Switch::ingress`] after the
+//! forwarding decision into a per-port virtual input queue released by a token
+//! bucket fed by that port's departures ([`Switch::poll`] knows departures).
+
+use serde::Serialize;
+
+use crate::aqm::{Aqm, DropReason};
+use crate::bridge::{Bridge, BridgeConfig, Forward};
+use crate::delay::DelayLine;
+use crate::packet::{FrameId, FrameStore, Packet};
+use crate::port::{EgressPort, PortConfig, PortConfigError};
+use crate::units::Nanos;
+use crate::wire;
+
+/// Per-port counters kept by the switch itself (the egress port keeps its own
+/// queue counters).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IoCounters {
+    /// Frames received on this port.
+    pub rx_packets: u64,
+    /// Bytes received on this port.
+    pub rx_bytes: u64,
+    /// Frames transmitted out of this port (left the delay line).
+    pub tx_packets: u64,
+    /// Bytes transmitted out of this port.
+    pub tx_bytes: u64,
+    /// Received frames that were flooded.
+    pub flooded: u64,
+    /// Received frames filtered (destination on the ingress port itself).
+    pub filtered: u64,
+    /// Received frames dropped before any egress queue, by reason.
+    pub ingress_drops: [u64; DropReason::COUNT],
+}
+
+/// One switch port: its egress pipeline and its wire.
+pub struct SwitchPort<A: Aqm> {
+    /// Interface name (for reports).
+    pub name: String,
+    /// Egress queues, buffer, scheduler, AQM, shaper.
+    pub egress: EgressPort<A>,
+    /// One-way propagation delay after the shaper.
+    pub wire: DelayLine,
+    /// Ingress / transmit counters.
+    pub io: IoCounters,
+}
+
+/// Configuration of one port.
+pub struct PortSpec<A: Aqm> {
+    /// Interface name.
+    pub name: String,
+    /// Egress configuration.
+    pub config: PortConfig,
+    /// The port's AQM instance.
+    pub aqm: A,
+    /// One-way delay added after the shaper.
+    pub delay_ns: Nanos,
+}
+
+/// A learning switch over N egress ports.
+pub struct Switch<A: Aqm> {
+    bridge: Bridge,
+    ports: Vec<SwitchPort<A>>,
+}
+
+impl<A: Aqm> Switch<A> {
+    /// A switch with the given ports (index = port number).
+    pub fn new(
+        specs: Vec<PortSpec<A>>,
+        bridge: BridgeConfig,
+        now: Nanos,
+        seed: u64,
+    ) -> Result<Self, PortConfigError> {
+        let n = specs.len() as u16;
+        let mut ports = Vec::with_capacity(specs.len());
+        for (i, s) in specs.into_iter().enumerate() {
+            let egress = EgressPort::new(s.config, s.aqm, now, seed.wrapping_add(i as u64))?;
+            ports.push(SwitchPort {
+                name: s.name,
+                egress,
+                wire: DelayLine::new(s.delay_ns),
+                io: IoCounters::default(),
+            });
+        }
+        Ok(Switch {
+            bridge: Bridge::new(n, bridge),
+            ports,
+        })
+    }
+
+    /// The ports, by number.
+    pub fn ports(&self) -> &[SwitchPort<A>] {
+        &self.ports
+    }
+    /// Mutable access to the ports (e.g. PRED's controller changing RED's slope).
+    pub fn ports_mut(&mut self) -> &mut [SwitchPort<A>] {
+        &mut self.ports
+    }
+    /// The MAC table.
+    pub fn bridge(&self) -> &Bridge {
+        &self.bridge
+    }
+    /// Forgets MAC entries older than the ageing time.
+    pub fn age(&mut self, now: Nanos) {
+        self.bridge.age(now);
+    }
+
+    fn ingress_drop<S: FrameStore>(
+        &mut self,
+        port: u16,
+        frame: FrameId,
+        reason: DropReason,
+        store: &mut S,
+    ) {
+        self.ports[port as usize].io.ingress_drops[reason as usize] += 1;
+        store.release(frame);
+    }
+
+    /// A frame of `len` bytes arrived on `port` at `now`. The switch owns the
+    /// frame from here on: it is queued on one or more egress ports, or dropped
+    /// and released (counted).
+    pub fn ingress<S: FrameStore>(
+        &mut self,
+        port: u16,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        let Some(p) = self.ports.get_mut(port as usize) else {
+            // A frame from a port we do not have: a bug in the caller; keep the frame accounted.
+            store.release(frame);
+            return;
+        };
+        p.io.rx_packets += 1;
+        p.io.rx_bytes += len as u64;
+        let info = match wire::parse(store.bytes_mut(frame, len)) {
+            Ok(info) => info,
+            Err(_) => return self.ingress_drop(port, frame, DropReason::Malformed, store),
+        };
+        let pkt = Packet::new(frame, len, info.l3, port);
+        match self.bridge.learn_and_forward(port, info.src, info.dst, now) {
+            Forward::Unicast(out) if (out as usize) < self.ports.len() => {
+                self.ports[out as usize].egress.enqueue(pkt, now, store);
+            }
+            Forward::Unicast(_) => self.ingress_drop(port, frame, DropReason::Malformed, store),
+            Forward::Drop => {
+                self.ports[port as usize].io.filtered += 1;
+                store.release(frame);
+            }
+            Forward::Flood => {
+                self.ports[port as usize].io.flooded += 1;
+                let n = self.ports.len();
+                // Every port but the ingress; the last one gets the original frame.
+                let last = if port as usize == n - 1 {
+                    n.wrapping_sub(2)
+                } else {
+                    n - 1
+                };
+                if n < 2 {
+                    return store.release(frame);
+                }
+                for o in (0..n).filter(|&o| o != port as usize && o != last) {
+                    match store.clone_frame(frame, len) {
+                        Some(copy) => {
+                            let mut c = pkt;
+                            c.frame = copy;
+                            self.ports[o].egress.enqueue(c, now, store);
+                        }
+                        None => {
+                            self.ports[port as usize].io.ingress_drops
+                                [DropReason::NoFrame as usize] += 1
+                        }
+                    }
+                }
+                self.ports[last].egress.enqueue(pkt, now, store);
+            }
+        }
+    }
+
+    /// Moves packets the shapers let go at `now` onto their wires, and hands every
+    /// packet whose wire delay has elapsed to `tx(port, packet)`. `tx` now owns the
+    /// frame (it transmits it, or releases it).
+    pub fn poll<S: FrameStore>(
+        &mut self,
+        now: Nanos,
+        store: &mut S,
+        mut tx: impl FnMut(u16, Packet),
+    ) {
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            while let Some(pkt) = p.egress.dequeue(now, store) {
+                p.wire.push(pkt, now);
+            }
+            while let Some(pkt) = p.wire.pop_ready(now) {
+                p.io.tx_packets += 1;
+                p.io.tx_bytes += pkt.len as u64;
+                tx(i as u16, pkt);
+            }
+        }
+    }
+
+    /// The earliest time `poll` has something to do (None: all idle).
+    pub fn next_event(&self, now: Nanos) -> Option<Nanos> {
+        self.ports
+            .iter()
+            .flat_map(|p| [p.egress.next_ready(now), p.wire.next_release()])
+            .flatten()
+            .min()
+    }
+
+    /// Packets held anywhere in the switch (queues + wires).
+    pub fn held_packets(&self) -> u64 {
+        self.ports
+            .iter()
+            .map(|p| p.egress.backlog_pkts() as u64 + p.wire.len() as u64)
+            .sum()
+    }
+
+    /// Releases every held frame (shutdown).
+    pub fn drain<S: FrameStore>(&mut self, store: &mut S) {
+        for p in &mut self.ports {
+            p.egress.drain(store);
+            for pkt in p.wire.drain() {
+                store.release(pkt.frame);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aqm::droptail::DropTail;
+    use crate::packet::VecStore;
+    use crate::units::{Rate, US};
+    use crate::wire::MacAddr;
+
+    fn mac(i: u8) -> MacAddr {
+        MacAddr([2, 0, 0, 0, 0, i])
+    }
+
+    /// Ethernet + IPv4 (ECT(0)) + UDP, `len` bytes in all.
+    fn frame(src: MacAddr, dst: MacAddr, len: usize) -> Vec<u8> {
+        let mut f = vec![0u8; len.max(60)];
+        f[0..6].copy_from_slice(&dst.0);
+        f[6..12].copy_from_slice(&src.0);
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        let ip_len = (f.len() - 14) as u16;
+        f[14] = 0x45;
+        f[15] = 0x02; // ECT(0)
+        f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+        f[22] = 64;
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[10, 99, 0, src.0[5]]);
+        f[30..34].copy_from_slice(&[10, 99, 0, dst.0[5]]);
+        let sum = crate::wire::checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&sum.to_be_bytes());
+        f[34..36].copy_from_slice(&1000u16.to_be_bytes());
+        f[36..38].copy_from_slice(&2000u16.to_be_bytes());
+        f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+        f
+    }
+
+    fn switch(n: usize, rate: Rate, delay_ns: Nanos) -> Switch<DropTail> {
+        let specs = (0..n)
+            .map(|i| PortSpec {
+                name: format!("p{i}"),
+                config: PortConfig {
+                    rate,
+                    queues: 1,
+                    ..PortConfig::default()
+                },
+                aqm: DropTail,
+                delay_ns,
+            })
+            .collect();
+        Switch::new(specs, BridgeConfig::default(), 0, 1).unwrap()
+    }
+
+    fn send(
+        sw: &mut Switch<DropTail>,
+        store: &mut VecStore,
+        port: u16,
+        bytes: Vec<u8>,
+        now: Nanos,
+    ) {
+        let len = bytes.len() as u32;
+        let f = store.insert(bytes);
+        sw.ingress(port, f, len, now, store);
+    }
+
+    fn collect(sw: &mut Switch<DropTail>, store: &mut VecStore, now: Nanos) -> Vec<(u16, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut sent = Vec::new();
+        sw.poll(now, store, |p, pkt| sent.push((p, pkt)));
+        for (p, pkt) in sent {
+            out.push((p, store.take(pkt.frame)));
+        }
+        out
+    }
+
+    #[test]
+    fn floods_unknown_then_learns() {
+        let mut sw = switch(3, Rate::from_bps(0), 0);
+        let mut st = VecStore::new();
+        // h1 (port 0) → h2 unknown: flooded to ports 1 and 2, with identical bytes.
+        let f = frame(mac(1), mac(2), 100);
+        send(&mut sw, &mut st, 0, f.clone(), 0);
+        let mut out = collect(&mut sw, &mut st, 0);
+        out.sort_by_key(|o| o.0);
+        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(out.iter().all(|o| o.1 == f));
+        // h2 answers from port 1: h1 is known, so unicast to port 0 only.
+        send(&mut sw, &mut st, 1, frame(mac(2), mac(1), 100), 10);
+        let out = collect(&mut sw, &mut st, 10);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, 0);
+        // And now h1 → h2 is unicast to port 1.
+        send(&mut sw, &mut st, 0, frame(mac(1), mac(2), 100), 20);
+        let out = collect(&mut sw, &mut st, 20);
+        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(sw.ports()[0].io.rx_packets, 2);
+        assert_eq!(sw.ports()[0].io.flooded, 1);
+        assert_eq!(sw.ports()[1].io.tx_packets, 2);
+        assert_eq!(st.live, 0, "every frame left the switch exactly once");
+    }
+
+    #[test]
+    fn broadcast_goes_everywhere_but_ingress_and_hairpin_is_filtered() {
+        let mut sw = switch(4, Rate::from_bps(0), 0);
+        let mut st = VecStore::new();
+        send(
+            &mut sw,
+            &mut st,
+            2,
+            frame(mac(3), MacAddr::BROADCAST, 60),
+            0,
+        );
+        let mut ports: Vec<u16> = collect(&mut sw, &mut st, 0)
+            .into_iter()
+            .map(|o| o.0)
+            .collect();
+        ports.sort();
+        assert_eq!(ports, vec![0, 1, 3]);
+        // A frame to a MAC learned on the same port is filtered.
+        send(&mut sw, &mut st, 2, frame(mac(9), mac(3), 60), 1);
+        assert!(collect(&mut sw, &mut st, 1).is_empty());
+        assert_eq!(sw.ports()[2].io.filtered, 1);
+        assert_eq!(st.live, 0);
+    }
+
+    #[test]
+    fn runt_frames_are_counted_drops() {
+        let mut sw = switch(2, Rate::from_bps(0), 0);
+        let mut st = VecStore::new();
+        send(&mut sw, &mut st, 0, vec![0u8; 10], 0);
+        assert_eq!(
+            sw.ports()[0].io.ingress_drops[DropReason::Malformed as usize],
+            1
+        );
+        assert_eq!(st.live, 0);
+    }
+
+    #[test]
+    fn shaper_and_delay_line_set_departure_times() {
+        // 1 Gbit/s, 24 B overhead, 2500 B bucket, 50 µs wire.
+        let mut sw = switch(2, Rate::gbit(1), 50 * US);
+        let mut st = VecStore::new();
+        // Learn h2 on port 1 first (its frame floods to port 0; drain it).
+        send(&mut sw, &mut st, 1, frame(mac(2), mac(1), 60), 0);
+        assert!(
+            collect(&mut sw, &mut st, 0).is_empty(),
+            "on the wire for 50 µs"
+        );
+        assert_eq!(collect(&mut sw, &mut st, 50 * US).len(), 1);
+        // Ten 1500-byte frames h1 → h2 at t = 100 µs.
+        let t0 = 100 * US;
+        for _ in 0..10 {
+            send(&mut sw, &mut st, 0, frame(mac(1), mac(2), 1500), t0);
+        }
+        let mut departures = Vec::new();
+        let mut now = t0;
+        while departures.len() < 10 {
+            for _ in collect(&mut sw, &mut st, now) {
+                departures.push(now);
+            }
+            if departures.len() == 10 {
+                break;
+            }
+            now = sw.next_event(now).unwrap_or_else(|| {
+                panic!(
+                    "packets still in the switch: {departures:?} held {}",
+                    sw.held_packets()
+                )
+            });
+        }
+        // First frame leaves the shaper at once (full bucket) and arrives 50 µs later;
+        // the second waits for the 548 B the bucket lacks (4.384 µs); from then on
+        // one frame per (1500 + 24)·8 ns = 12.192 µs.
+        assert_eq!(departures[0], t0 + 50 * US);
+        assert_eq!(departures[1] - departures[0], 4_384);
+        for w in departures.windows(2).skip(1) {
+            let gap = w[1] - w[0];
+            assert!((12_192..=12_193).contains(&gap), "gap {gap}");
+        }
+        assert_eq!(sw.held_packets(), 0);
+        assert_eq!(st.live, 0);
+    }
+
+    #[test]
+    fn drain_returns_every_frame() {
+        let mut sw = switch(2, Rate::mbit(1), 1_000 * US);
+        let mut st = VecStore::new();
+        for i in 0..20 {
+            send(&mut sw, &mut st, 0, frame(mac(1), mac(2), 1000), i);
+        }
+        let _ = collect(&mut sw, &mut st, 30);
+        assert!(st.live > 0);
+        sw.drain(&mut st);
+        assert_eq!(st.live, 0);
+    }
+}
