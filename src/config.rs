@@ -22,7 +22,21 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::aqm::{AqmConfig, AqmEnv};
+use crate::cli::RunArgs;
+use crate::port::{Classifier, NotEctPolicy, PortConfig};
+use crate::sched::SchedConfig;
+use crate::shaper;
 use crate::units::{self, Nanos, Rate};
+
+/// Default base RTT the AQM defaults are scaled to (the TCN testbed's ≈ 250 µs, tcn.txt §6.1).
+pub const DEFAULT_RTT: &str = "250us";
+/// Default link rate.
+pub const DEFAULT_RATE: &str = "1gbit";
+/// Default shared buffer per port (TCN testbed: 96 KB per port at 1 Gbit/s).
+pub const DEFAULT_BUFFER: &str = "96kb";
+/// IP MTU assumed for AQM defaults and buffer checks.
+pub const MTU: u32 = 1500;
 
 /// Settings that may differ per port.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -64,10 +78,14 @@ pub struct FileConfig {
     pub quantum: Option<Vec<u64>>,
     /// WFQ weights.
     pub weights: Option<Vec<u64>>,
-    /// Strict-priority queues (for sp+dwrr / sp+wfq).
+    /// Strict-priority queues (for sp / sp+dwrr / sp+wfq), highest first.
     pub strict: Option<Vec<usize>>,
-    /// DSCP → queue map (64 entries or fewer; missing = dscp mod queues).
-    pub dscp_map: Option<Vec<usize>>,
+    /// DSCP → queue map, as on the command line (`mod`, `46=0,10=1`, or 64 numbers).
+    pub dscp_map: Option<String>,
+    /// Test hook: CE-mark every n-th ECN-capable packet at dequeue.
+    pub mark_every: Option<u32>,
+    /// Stats socket path.
+    pub stats_socket: Option<String>,
     /// AQM name.
     pub aqm: Option<String>,
     /// AQM parameters.
@@ -168,6 +186,310 @@ pub fn time_setting(key: &str, s: &str) -> Result<Nanos, ConfigError> {
     })
 }
 
+/// Everything one port needs.
+#[derive(Clone, Debug)]
+pub struct PortSettings {
+    /// Interface.
+    pub name: String,
+    /// Egress pipeline.
+    pub port: PortConfig,
+    /// AQM (effective parameters).
+    pub aqm: AqmConfig,
+    /// What the AQM was scaled to.
+    pub env: AqmEnv,
+    /// One-way delay after the shaper.
+    pub delay_ns: Nanos,
+}
+
+/// The switch's effective settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Ports, in `--ports` order.
+    pub ports: Vec<PortSettings>,
+    /// Run over interfaces with the default route.
+    pub force: bool,
+    /// UMEM frames.
+    pub frames: u32,
+    /// Seed for random AQM decisions.
+    pub seed: u64,
+    /// Stats socket.
+    pub stats_socket: std::path::PathBuf,
+    /// Stop after this long.
+    pub duration_ns: Option<Nanos>,
+    /// MAC ageing.
+    pub ageing_ns: Nanos,
+    /// Print JSON counters on exit.
+    pub json: bool,
+}
+
+impl Settings {
+    /// Lines describing the effective configuration, printed at start-up.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for p in &self.ports {
+            let c = &p.port;
+            let rate = if c.rate.bps() == 0 {
+                "unshaped".to_string()
+            } else {
+                c.rate.to_string()
+            };
+            out.push_str(&format!(
+                "port {}: rate {} (bucket {} B, +{} B/frame), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {}\n",
+                p.name,
+                rate,
+                c.bucket_bytes,
+                c.overhead_bytes,
+                c.buffer_bytes,
+                c.queues,
+                c.sched.kind.as_str(),
+                units::fmt_duration(p.delay_ns),
+                units::fmt_duration(p.env.rtt_ns),
+                p.aqm.describe(),
+            ));
+        }
+        out
+    }
+}
+
+fn pick<'a>(cli: &'a Option<String>, file: &'a Option<String>, default: &'a str) -> &'a str {
+    cli.as_deref().or(file.as_deref()).unwrap_or(default)
+}
+
+fn join<T: ToString>(v: &[T]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn key_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), ConfigError> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| {
+            ConfigError::Invalid(format!(
+                "{flag} {s:?}: write it as NAME=VALUE, e.g. {flag} veth1=50us"
+            ))
+        })
+}
+
+/// Merges the config file (if any) and the flags (which win) into settings.
+pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
+    let file = match &args.config {
+        Some(p) => FileConfig::load(p)?,
+        None => FileConfig::default(),
+    };
+    let ports: Vec<String> = if !args.ports.is_empty() {
+        args.ports
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    } else {
+        file.ports.clone().unwrap_or_default()
+    };
+    if ports.is_empty() {
+        return Err(ConfigError::Invalid(
+            "no ports given; name the interfaces to switch between, e.g. --ports veth0,veth1 \
+             (create test hosts with `sudo softswitch topo up --hosts 2`)"
+                .into(),
+        ));
+    }
+    let overrides = file.port.clone().unwrap_or_default();
+    for name in overrides.keys() {
+        if !ports.contains(name) {
+            return Err(ConfigError::Invalid(format!(
+                "[port.{name}] in the config file names an interface that is not in ports ({})",
+                ports.join(",")
+            )));
+        }
+    }
+    let mut port_delay: BTreeMap<String, String> = BTreeMap::new();
+    for s in &args.port_delay {
+        let (k, v) = key_value("--port-delay", s)?;
+        port_delay.insert(k.into(), v.into());
+    }
+    let mut port_rate: BTreeMap<String, String> = BTreeMap::new();
+    for s in &args.port_rate {
+        let (k, v) = key_value("--port-rate", s)?;
+        port_rate.insert(k.into(), v.into());
+    }
+    for k in port_delay.keys().chain(port_rate.keys()) {
+        if !ports.contains(k) {
+            return Err(ConfigError::Invalid(format!(
+                "{k:?} in --port-delay/--port-rate is not one of --ports ({})",
+                ports.join(",")
+            )));
+        }
+    }
+
+    let queues = args.queues.or(file.queues).unwrap_or(1);
+    if !(1..=128).contains(&queues) {
+        return Err(ConfigError::Invalid(format!(
+            "--queues {queues}: a port has 1 to 128 queues"
+        )));
+    }
+    let rtt_ns = time_setting("rtt", pick(&args.rtt, &file.rtt, DEFAULT_RTT))?;
+    if rtt_ns == 0 {
+        return Err(ConfigError::Invalid(
+            "--rtt must be positive: the base RTT the AQM thresholds are scaled to, e.g. 250us"
+                .into(),
+        ));
+    }
+    let bucket = match args.bucket.as_ref().or(file.bucket.as_ref()) {
+        Some(b) => size_setting("bucket", b)?,
+        None => shaper::DEFAULT_BUCKET_BYTES,
+    };
+    let queue_limit = match args.queue_limit.as_ref().or(file.queue_limit.as_ref()) {
+        Some(s) => Some(size_setting("queue-limit", s)?),
+        None => None,
+    };
+    let sched_name = pick(&args.sched, &file.sched, "dwrr");
+    let mut sched =
+        SchedConfig::from_cli(sched_name).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let sched_err = |e: crate::sched::SchedConfigError| ConfigError::Invalid(e.to_string());
+    if let Some(q) = args
+        .quantum
+        .clone()
+        .or(file.quantum.as_ref().map(|v| join(v)))
+    {
+        sched.set_quanta_str(&q).map_err(sched_err)?;
+    }
+    if let Some(w) = args
+        .weights
+        .clone()
+        .or(file.weights.as_ref().map(|v| join(v)))
+    {
+        sched.set_weights_str(&w).map_err(sched_err)?;
+    }
+    if let Some(st) = args
+        .strict
+        .clone()
+        .or(file.strict.as_ref().map(|v| join(v)))
+    {
+        sched.set_strict_str(&st).map_err(sched_err)?;
+    }
+    sched.validate(queues).map_err(sched_err)?;
+    let classifier = match args.dscp_map.as_ref().or(file.dscp_map.as_ref()) {
+        Some(m) => {
+            Classifier::from_cli(m, queues).map_err(|e| ConfigError::Invalid(e.to_string()))?
+        }
+        None => Classifier::DscpMod,
+    };
+    let not_ect = match pick(&args.not_ect, &file.not_ect, "drop") {
+        "drop" => NotEctPolicy::Drop,
+        "pass" => NotEctPolicy::Pass,
+        other => {
+            return Err(ConfigError::Invalid(format!(
+                "--not-ect {other:?}: use drop (default) or pass"
+            )))
+        }
+    };
+    let aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
+    let mut aqm_cli = Vec::new();
+    for s in &args.aqm_opt {
+        let (k, v) = key_value("--aqm-opt", s)?;
+        aqm_cli.push((k.to_string(), v.to_string()));
+    }
+    let aqm_file: Vec<(String, toml::Value)> = file
+        .aqm_opts
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+
+    let mut out = Vec::with_capacity(ports.len());
+    for name in &ports {
+        let ov = overrides.get(name).cloned().unwrap_or_default();
+        let rate_s = port_rate
+            .get(name)
+            .cloned()
+            .or(ov.rate)
+            .or(args.rate.clone())
+            .or(file.rate.clone());
+        let rate = rate_setting("rate", rate_s.as_deref().unwrap_or(DEFAULT_RATE))?;
+        let buffer_s = ov.buffer.or(args.buffer.clone()).or(file.buffer.clone());
+        let buffer = size_setting("buffer", buffer_s.as_deref().unwrap_or(DEFAULT_BUFFER))?;
+        let delay_s = port_delay
+            .get(name)
+            .cloned()
+            .or(ov.delay)
+            .or(args.delay.clone())
+            .or(file.delay.clone());
+        let delay_ns = time_setting("delay", delay_s.as_deref().unwrap_or("0"))?;
+        let port = PortConfig {
+            rate,
+            bucket_bytes: bucket,
+            overhead_bytes: args
+                .overhead
+                .or(file.overhead)
+                .unwrap_or(shaper::ETHERNET_WIRE_OVERHEAD),
+            buffer_bytes: buffer,
+            queues,
+            queue_limit_bytes: queue_limit,
+            classifier: classifier.clone(),
+            sched: sched.clone(),
+            not_ect,
+            mark_every: args.mark_every.or(file.mark_every),
+            mtu_frame_bytes: MTU + 14,
+        };
+        port.validate()
+            .map_err(|e| ConfigError::Invalid(format!("port {name}: {e}")))?;
+        let env = AqmEnv {
+            rate: if rate.bps() == 0 {
+                Rate::gbit(100)
+            } else {
+                rate
+            },
+            rtt_ns,
+            num_queues: queues,
+            mtu_bytes: MTU,
+            quanta: if sched.is_round_robin() {
+                sched.quanta(queues)
+            } else {
+                None
+            },
+        };
+        let aqm_err =
+            |e: crate::aqm::AqmConfigError| ConfigError::Invalid(format!("--aqm {aqm_name}: {e}"));
+        let aqm = AqmConfig::defaults_for(&aqm_name, &env)
+            .map_err(aqm_err)?
+            .with_toml_overrides(&aqm_file)
+            .map_err(aqm_err)?
+            .with_overrides(&aqm_cli)
+            .map_err(aqm_err)?;
+        aqm.build(&env).map_err(aqm_err)?;
+        out.push(PortSettings {
+            name: name.clone(),
+            port,
+            aqm,
+            env,
+            delay_ns,
+        });
+    }
+    let duration_ns = match &args.duration {
+        Some(d) => Some(time_setting("duration", d)?),
+        None => None,
+    };
+    Ok(Settings {
+        ports: out,
+        force: args.force,
+        frames: args
+            .frames
+            .or(file.frames)
+            .unwrap_or(crate::xsk::DEFAULT_FRAMES),
+        seed: args.seed.or(file.seed).unwrap_or(1),
+        stats_socket: args
+            .stats_socket
+            .clone()
+            .or(file.stats_socket.map(Into::into))
+            .unwrap_or_else(|| crate::stats::DEFAULT_SOCKET.into()),
+        duration_ns,
+        ageing_ns: time_setting("ageing", file.ageing.as_deref().unwrap_or("300s"))?,
+        json: args.json,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +523,113 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("prots") && e.contains("line 1"), "{e}");
+    }
+
+    fn args(list: &[&str]) -> RunArgs {
+        use clap::Parser;
+        let mut v = vec!["softswitch"];
+        v.extend_from_slice(list);
+        crate::cli::Cli::try_parse_from(v).unwrap().run
+    }
+
+    #[test]
+    fn defaults_are_the_tcn_testbed() {
+        let s = resolve(&args(&["--ports", "a,b"])).unwrap();
+        assert_eq!(s.ports.len(), 2);
+        let p = &s.ports[0];
+        assert_eq!(p.port.rate, Rate::gbit(1));
+        assert_eq!(p.port.buffer_bytes, 96 * 1024);
+        assert_eq!(p.port.bucket_bytes, 2_500);
+        assert_eq!(p.port.queues, 1);
+        assert_eq!(p.aqm.name(), "droptail");
+        assert_eq!(p.env.rtt_ns, 250_000);
+        assert_eq!(p.delay_ns, 0);
+        assert!(s.describe().contains("port a: rate 1gbit"));
+    }
+
+    #[test]
+    fn aqm_defaults_scale_with_rtt_and_options_override() {
+        let s = resolve(&args(&["--ports", "a,b", "--aqm", "tcn", "--rtt", "100us"])).unwrap();
+        assert!(
+            s.ports[0].aqm.describe().contains("100"),
+            "{}",
+            s.ports[0].aqm.describe()
+        );
+        let s = resolve(&args(&[
+            "--ports",
+            "a",
+            "--aqm",
+            "tcn",
+            "--aqm-opt",
+            "threshold=60us",
+        ]))
+        .unwrap();
+        assert!(
+            s.ports[0].aqm.describe().contains("60"),
+            "{}",
+            s.ports[0].aqm.describe()
+        );
+        let e = resolve(&args(&[
+            "--ports",
+            "a",
+            "--aqm",
+            "tcn",
+            "--aqm-opt",
+            "bogus=1",
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("valid keys"), "{e}");
+        let e = resolve(&args(&[
+            "--ports",
+            "a",
+            "--aqm",
+            "tcn",
+            "--aqm-opt",
+            "threshold",
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("NAME=VALUE"), "{e}");
+    }
+
+    #[test]
+    fn per_port_overrides_from_flags_and_file() {
+        let dir = std::env::temp_dir().join(format!("ss-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s.toml");
+        std::fs::write(&f, "ports = [\"a\", \"b\"]\nrate = \"10gbit\"\n[port.b]\nrate = \"100mbit\"\ndelay = \"20us\"\n").unwrap();
+        let s = resolve(&args(&[
+            "--config",
+            f.to_str().unwrap(),
+            "--port-delay",
+            "a=5us",
+        ]))
+        .unwrap();
+        assert_eq!(s.ports[0].port.rate, Rate::gbit(10));
+        assert_eq!(s.ports[0].delay_ns, 5_000);
+        assert_eq!(s.ports[1].port.rate, Rate::mbit(100));
+        assert_eq!(s.ports[1].delay_ns, 20_000);
+        // Flags beat the file.
+        let s = resolve(&args(&["--config", f.to_str().unwrap(), "--rate", "1gbit"])).unwrap();
+        assert_eq!(s.ports[0].port.rate, Rate::gbit(1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn user_mistakes_get_advice() {
+        let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
+        assert!(e(&[]).contains("--ports"));
+        assert!(e(&["--ports", "a", "--rate", "1gigabit"]).contains("1gbit"));
+        assert!(e(&["--ports", "a", "--buffer", "1000"]).contains("smaller than one"));
+        assert!(e(&["--ports", "a", "--queues", "200"]).contains("1 to 128"));
+        assert!(
+            e(&["--ports", "a", "--queues", "2", "--sched", "wfq", "--aqm", "mq-ecn"])
+                .contains("round-robin")
+        );
+        assert!(e(&["--ports", "a", "--port-delay", "zz=5us"]).contains("not one of --ports"));
+        assert!(e(&["--ports", "a", "--sched", "fifo"]).contains("sp"));
+        assert!(e(&["--ports", "a", "--aqm", "pie"]).contains("pie"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod aqm;
 pub mod bridge;
+pub mod cli;
 pub mod config;
 pub mod delay;
 pub mod packet;

@@ -1,0 +1,174 @@
+//! Command-line interface (clap). `softswitch --ports a,b ...` runs the switch;
+//! `softswitch topo up|down` manages host namespaces; `softswitch stats` reads
+//! a running switch's counters.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXAMPLES: &str = "\
+Examples:
+  # two hosts with DCTCP around the switch, a 1 Gbit/s bottleneck with TCN:
+  sudo softswitch topo up --hosts 2
+  sudo softswitch --ports ss-h1-sw,ss-h2-sw --aqm tcn --rtt 250us --rate 1gbit
+  sudo softswitch topo down
+
+  # 8 queues by DSCP, DWRR, DCTCP-style marking at K = 30 KB:
+  sudo softswitch --ports veth0,veth1 --queues 8 --sched dwrr --aqm dctcp --aqm-opt k=30kb
+
+  # everything from a file (flags override it):
+  sudo softswitch --config switch.toml --rate 10gbit
+
+  # live counters of a running switch:
+  softswitch stats";
+
+/// A software datacenter switch for AQM / ECN research.
+#[derive(Parser, Debug)]
+#[command(name = "softswitch", version, about, after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// Switch settings (when no subcommand is given).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Other tasks.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create or remove host namespaces (with DCTCP) around the switch.
+    Topo {
+        /// up or down.
+        #[command(subcommand)]
+        action: TopoAction,
+    },
+    /// Print the live counters of a running switch.
+    Stats {
+        /// The switch's stats socket.
+        #[arg(long, default_value = crate::stats::DEFAULT_SOCKET)]
+        socket: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `topo up` / `topo down`.
+#[derive(Subcommand, Debug)]
+pub enum TopoAction {
+    /// Create N host namespaces, each with a veth to the switch; prints the port list.
+    Up(TopoUpArgs),
+    /// Remove everything `topo up` made with this prefix.
+    Down {
+        /// Name prefix used at `up`.
+        #[arg(long, default_value = "ss")]
+        prefix: String,
+    },
+}
+
+/// `topo up` settings.
+#[derive(Args, Debug)]
+pub struct TopoUpArgs {
+    /// Number of hosts.
+    #[arg(long, default_value_t = 2)]
+    pub hosts: usize,
+    /// Name prefix for namespaces and interfaces.
+    #[arg(long, default_value = "ss")]
+    pub prefix: String,
+    /// Congestion control on the hosts: dctcp (default; the kernel's or softswitch's BPF one), or any name the kernel has (e.g. cubic).
+    #[arg(long, default_value = "dctcp")]
+    pub cc: String,
+    /// Minimum RTO on the hosts' routes (e.g. 5ms; default: kernel's 200ms).
+    #[arg(long)]
+    pub rto_min: Option<String>,
+    /// Disable ECN negotiation on the hosts.
+    #[arg(long)]
+    pub no_ecn: bool,
+}
+
+/// Settings of the switch itself.
+#[derive(Args, Debug, Default, Clone)]
+pub struct RunArgs {
+    /// Interfaces to switch between, comma-separated (e.g. veth0,veth1).
+    #[arg(long, value_delimiter = ',')]
+    pub ports: Vec<String>,
+    /// TOML file with any of these settings (flags override it).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Emulated link rate of every egress port (tc units: 100mbit, 1gbit, 10gbit; 0 = unshaped).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Shaper bucket size (default 2500b ≈ 1.67 MTU, as the TCN prototype).
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// Per-frame overhead counted against the rate, bytes (default 24: preamble, FCS, gap).
+    #[arg(long)]
+    pub overhead: Option<u32>,
+    /// Shared buffer per port (default 96kb, the TCN testbed's per-port buffer at 1 Gbit/s).
+    #[arg(long)]
+    pub buffer: Option<String>,
+    /// Per-queue limit (default: none, only the shared buffer).
+    #[arg(long)]
+    pub queue_limit: Option<String>,
+    /// One-way delay added after the shaper on every port (e.g. 50us); per port: --port-delay IF=TIME.
+    #[arg(long)]
+    pub delay: Option<String>,
+    /// Per-port delay override, IF=TIME (repeatable).
+    #[arg(long = "port-delay", value_name = "IF=TIME")]
+    pub port_delay: Vec<String>,
+    /// Per-port rate override, IF=RATE (repeatable).
+    #[arg(long = "port-rate", value_name = "IF=RATE")]
+    pub port_rate: Vec<String>,
+    /// Base RTT the AQM defaults are scaled to (default 250us).
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// Queues per port (1–128).
+    #[arg(long)]
+    pub queues: Option<usize>,
+    /// Scheduler: sp, dwrr, wfq, sp+dwrr, sp+wfq.
+    #[arg(long)]
+    pub sched: Option<String>,
+    /// DWRR quanta in bytes, comma-separated (one value = every queue; default 1514).
+    #[arg(long)]
+    pub quantum: Option<String>,
+    /// WFQ weights, comma-separated (one value = every queue; default 1).
+    #[arg(long)]
+    pub weights: Option<String>,
+    /// Strict-priority queues, highest priority first (sp, sp+dwrr, sp+wfq), e.g. 0,1.
+    #[arg(long)]
+    pub strict: Option<String>,
+    /// DSCP → queue map: `mod` (default: DSCP mod queues), `46=0,10=1` pairs, or 64 queue numbers.
+    #[arg(long)]
+    pub dscp_map: Option<String>,
+    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp.
+    #[arg(long)]
+    pub aqm: Option<String>,
+    /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
+    #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
+    pub aqm_opt: Vec<String>,
+    /// Packet the AQM marks but that is Not-ECT: drop (default) or pass.
+    #[arg(long)]
+    pub not_ect: Option<String>,
+    /// Test hook: CE-mark every N-th ECN-capable packet at dequeue.
+    #[arg(long)]
+    pub mark_every: Option<u32>,
+    /// Run over interfaces that carry the default route.
+    #[arg(long)]
+    pub force: bool,
+    /// Stop after this long (e.g. 30s) and print counters, as on Ctrl-C.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Where `softswitch stats` finds this switch.
+    #[arg(long)]
+    pub stats_socket: Option<PathBuf>,
+    /// Seed for the AQMs' random decisions.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// UMEM frames shared by all ports (4 KiB each).
+    #[arg(long)]
+    pub frames: Option<u32>,
+    /// Print counters as JSON on exit.
+    #[arg(long)]
+    pub json: bool,
+}
