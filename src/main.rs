@@ -1,3 +1,110 @@
-fn main() {
-    println!("softswitch: under construction");
+//! `softswitch`: run the switch, manage host namespaces, read live counters.
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use softswitch::cli::{Cli, Command, TopoAction, TopoUpArgs};
+use softswitch::{config, dataplane, report, stats, topo, units};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Some(Command::Topo {
+            action: TopoAction::Up(a),
+        }) => topo_up(&a),
+        Some(Command::Topo {
+            action: TopoAction::Down { prefix },
+        }) => topo_down(&prefix),
+        Some(Command::Stats { socket, json }) => show_stats(&socket, json),
+        None => run_switch(&cli.run),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("softswitch: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_switch(args: &softswitch::cli::RunArgs) -> Result<()> {
+    let settings = config::resolve(args)?;
+    eprint!("{}", settings.describe());
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    let rep = dataplane::run(&settings, stop)?;
+    if settings.json {
+        println!("{}", serde_json::to_string_pretty(&rep.snapshot)?);
+    } else {
+        print!("{}", report::render(&rep.snapshot));
+    }
+    let a = rep.accounting;
+    if a.held_by_app != 0 || a.in_tx != 0 || !a.is_balanced() {
+        anyhow::bail!("UMEM frames not returned at exit: {a:?} (a bug: please report it)");
+    }
+    Ok(())
+}
+
+fn topo_up(a: &TopoUpArgs) -> Result<()> {
+    let rto_min = match &a.rto_min {
+        Some(s) => Some(std::time::Duration::from_nanos(
+            units::parse_duration(s).map_err(|e| anyhow::anyhow!("--rto-min: {e}"))?,
+        )),
+        None => None,
+    };
+    let cfg = topo::TopoConfig {
+        prefix: a.prefix.clone(),
+        hosts: a.hosts,
+        cc: a.cc.parse().map_err(|e| anyhow::anyhow!("--cc: {e}"))?,
+        ecn: !a.no_ecn,
+        rto_min,
+        ..topo::TopoConfig::default()
+    };
+    let t = topo::up(&cfg)?;
+    eprintln!(
+        "softswitch: {} host namespaces up, congestion control {}",
+        t.hosts.len(),
+        t.cc
+    );
+    for h in &t.hosts {
+        eprintln!(
+            "  {}  ip {}  switch port {}  (ip netns exec {} ...)",
+            h.ns, h.ip, h.switch_if, h.ns
+        );
+    }
+    eprintln!(
+        "run the switch on them with:\n  sudo softswitch --ports {}",
+        t.switch_ifs().join(",")
+    );
+    // The port list alone on stdout, for scripts.
+    println!("{}", t.switch_ifs().join(","));
+    Ok(())
+}
+
+fn topo_down(prefix: &str) -> Result<()> {
+    let r = topo::down(prefix)?;
+    if r.is_empty() {
+        eprintln!("softswitch: nothing to remove for prefix {prefix:?}");
+    } else {
+        eprintln!("softswitch: removed {r}");
+    }
+    Ok(())
+}
+
+fn show_stats(socket: &std::path::Path, json: bool) -> Result<()> {
+    let text = stats::fetch(socket).map_err(|e| anyhow::anyhow!(e))?;
+    if json {
+        println!("{text}");
+    } else {
+        let v: serde_json::Value =
+            serde_json::from_str(&text).context("the switch sent malformed JSON")?;
+        print!("{}", report::render(&v));
+    }
+    Ok(())
 }

@@ -1,0 +1,283 @@
+//! The data path: AF_XDP sockets around the deterministic [`Switch`].
+//!
+//! One thread busy-polls every port: reap TX completions, top up fill rings,
+//! receive a batch and hand each frame to [`Switch::ingress`], let the switch
+//! move what its shapers and wires release, put those frames on the TX rings and
+//! kick until the kernel has taken them (NOTES.md: one kick sends ~32 frames in
+//! copy mode). RX rings stay small and are drained every pass, so the queue
+//! forms in the switch's own queues where the AQM sees it.
+//!
+//! All frames live in one UMEM shared by every socket, so forwarding is a
+//! descriptor move, not a copy. Frame accounting is checked at exit: every
+//! frame must be back on the free list or lent to the kernel's fill rings.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use crate::aqm::AqmKind;
+use crate::bridge::BridgeConfig;
+use crate::config::Settings;
+use crate::packet::Packet;
+use crate::preflight::{self, SysPaths};
+use crate::stats::{Published, StatsServer};
+use crate::switch::{PortSpec, Switch};
+use crate::units::{Nanos, MS, SEC};
+use crate::xdp::XdpAttachment;
+use crate::xsk::{FrameAccounting, Umem, XskOptions, XskSocket, DEFAULT_FRAME_SIZE};
+
+/// How often the live counters are refreshed.
+const PUBLISH_EVERY: Nanos = 100 * MS;
+/// How often aged MAC entries are removed.
+const AGE_EVERY: Nanos = SEC;
+/// Frames received per socket per pass.
+const RX_BATCH: usize = 64;
+
+/// What the switch saw, at exit.
+pub struct RunReport {
+    /// The final counters (same shape as the live snapshot).
+    pub snapshot: serde_json::Value,
+    /// Where the UMEM's frames were after shutdown.
+    pub accounting: FrameAccounting,
+}
+
+/// Number of RX queues of an interface (one AF_XDP socket each).
+fn rx_queues(name: &str) -> u32 {
+    std::fs::read_dir(format!("/sys/class/net/{name}/queues"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .clamp(1, crate::xdp::MAX_QUEUES)
+}
+
+/// The JSON snapshot of the switch's counters, served live and printed at exit.
+pub fn snapshot(
+    sw: &Switch<AqmKind>,
+    names: &[String],
+    now: Nanos,
+    umem: Option<&FrameAccounting>,
+) -> serde_json::Value {
+    let ports: Vec<_> = sw
+        .ports()
+        .iter()
+        .zip(names)
+        .map(|(p, n)| {
+            json!({
+                "name": n,
+                "io": p.io,
+                "egress": p.egress.counters(),
+                "backlog_bytes": p.egress.backlog_bytes(),
+                "backlog_pkts": p.egress.backlog_pkts(),
+                "on_wire_pkts": p.wire.len(),
+                "aqm": p.egress.aqm().report(),
+            })
+        })
+        .collect();
+    let mut v = json!({
+        "elapsed_s": now as f64 / 1e9,
+        "mac_entries": sw.bridge().entries(),
+        "ports": ports,
+    });
+    if let Some(a) = umem {
+        v["umem"] = json!({
+            "frames": a.frames, "free": a.free, "in_fill": a.in_fill,
+            "held_by_app": a.held_by_app, "in_tx": a.in_tx, "balanced": a.is_balanced(),
+        });
+    }
+    v
+}
+
+/// Builds the switch from settings (no I/O).
+pub fn build_switch(settings: &Settings) -> Result<Switch<AqmKind>> {
+    let mut specs = Vec::with_capacity(settings.ports.len());
+    for p in &settings.ports {
+        let aqm = p
+            .aqm
+            .build(&p.env)
+            .with_context(|| format!("port {}", p.name))?;
+        specs.push(PortSpec {
+            name: p.name.clone(),
+            config: p.port.clone(),
+            aqm,
+            delay_ns: p.delay_ns,
+        });
+    }
+    let bridge = BridgeConfig {
+        ageing_ns: settings.ageing_ns,
+        ..BridgeConfig::default()
+    };
+    Switch::new(specs, bridge, 0, settings.seed).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Runs the switch on real interfaces until `stop` is set or the duration ends.
+pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
+    preflight::check_privileges()?;
+    let names: Vec<String> = settings.ports.iter().map(|p| p.name.clone()).collect();
+    let ifaces = preflight::check_ports(&names, settings.force, &SysPaths::default())?;
+    let mut sw = build_switch(settings)?;
+    for i in &ifaces {
+        // Frames larger than a UMEM frame can never be received whole.
+        if i.mtu + 18 > DEFAULT_FRAME_SIZE {
+            bail!(
+                "interface {} has MTU {}; softswitch handles frames up to {} bytes: lower its MTU",
+                i.name,
+                i.mtu,
+                DEFAULT_FRAME_SIZE - 18
+            );
+        }
+    }
+
+    let mut umem = Umem::new(settings.frames, DEFAULT_FRAME_SIZE).context("creating the UMEM")?;
+    let mut xdp = XdpAttachment::attach(&names)?;
+    let opts = XskOptions {
+        rx_size: 1024,
+        fill_size: 2048,
+        tx_size: 2048,
+        comp_size: 2048,
+        ..XskOptions::default()
+    };
+    let mut socks: Vec<Vec<XskSocket>> = Vec::with_capacity(names.len());
+    for (port, name) in names.iter().enumerate() {
+        let mut v = Vec::new();
+        for q in 0..rx_queues(name) {
+            let s = XskSocket::bind(&mut umem, name, q, &opts)?;
+            xdp.register_socket(port, q, s.fd())?;
+            v.push(s);
+        }
+        eprintln!(
+            "softswitch: port {port} = {name}: {} AF_XDP socket(s), {:?} mode, XDP {:?}",
+            v.len(),
+            v[0].mode(),
+            xdp.mode(port).expect("attached port")
+        );
+        socks.push(v);
+    }
+
+    let published = Published::default();
+    let _server = match StatsServer::start(&settings.stats_socket, published.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("softswitch: live stats off: {e}");
+            None
+        }
+    };
+
+    let start = Instant::now();
+    let clock = || start.elapsed().as_nanos() as Nanos;
+    let mut batch = [(0u64, 0u32); RX_BATCH];
+    let mut pending: Vec<VecDeque<Packet>> = (0..names.len())
+        .map(|_| VecDeque::with_capacity(4096))
+        .collect();
+    let mut next_publish = 0;
+    let mut next_age = AGE_EVERY;
+    let mut idle_passes = 0u32;
+    let deadline = settings.duration_ns;
+    eprintln!(
+        "softswitch: forwarding between {} (Ctrl-C to stop)",
+        names.join(", ")
+    );
+
+    loop {
+        let mut work = 0usize;
+        let now = clock();
+        for (port, ss) in socks.iter_mut().enumerate() {
+            for s in ss.iter_mut() {
+                s.complete(&mut umem);
+                s.refill(&mut umem);
+                let n = s.recv(&mut umem, &mut batch);
+                work += n;
+                for &(frame, len) in &batch[..n] {
+                    sw.ingress(port as u16, frame, len, now, &mut umem);
+                }
+            }
+        }
+        let now = clock();
+        sw.poll(now, &mut umem, |port, pkt| {
+            pending[port as usize].push_back(pkt)
+        });
+        for (port, q) in pending.iter_mut().enumerate() {
+            let s = &mut socks[port][0];
+            while let Some(pkt) = q.front() {
+                match s.send(&mut umem, pkt.frame, pkt.len) {
+                    Ok(()) => {
+                        q.pop_front();
+                        work += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            if s.tx_pending() > 0 {
+                s.flush();
+            }
+        }
+
+        if now >= next_publish {
+            let acc = umem.accounting();
+            published.set(snapshot(&sw, &names, now, Some(&acc)).to_string());
+            next_publish = now + PUBLISH_EVERY;
+            if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+        }
+        if now >= next_age {
+            sw.age(now);
+            next_age = now + AGE_EVERY;
+        }
+        if work == 0 {
+            idle_passes += 1;
+            // Nothing arrived and nothing left: if the switch holds nothing due
+            // soon, give the CPU to the hosts' softirqs and iperf (2 vCPUs).
+            let due_soon = sw.next_event(now).is_some_and(|t| t <= now + 20_000)
+                || pending.iter().any(|q| !q.is_empty());
+            if !due_soon && idle_passes > 64 {
+                std::thread::yield_now();
+            }
+        } else {
+            idle_passes = 0;
+        }
+    }
+
+    // Shutdown: give back every frame the switch holds, then wait for the
+    // kernel to complete what is on the TX rings.
+    let now = clock();
+    sw.drain(&mut umem);
+    for q in &mut pending {
+        for pkt in q.drain(..) {
+            crate::packet::FrameStore::release(&mut umem, pkt.frame);
+        }
+    }
+    let t_end = Instant::now();
+    loop {
+        let mut in_flight = 0;
+        for ss in &mut socks {
+            for s in ss.iter_mut() {
+                s.complete(&mut umem);
+                if s.tx_pending() > 0 {
+                    s.flush();
+                }
+            }
+        }
+        let acc = umem.accounting();
+        in_flight += acc.in_tx;
+        if in_flight == 0 || t_end.elapsed().as_millis() > 500 {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let acc = umem.accounting();
+    let snap = snapshot(&sw, &names, now, Some(&acc));
+    published.set(snap.to_string());
+    drop(socks);
+    drop(xdp);
+    Ok(RunReport {
+        snapshot: snap,
+        accounting: acc,
+    })
+}

@@ -1,0 +1,161 @@
+//! Human-readable counters, rendered from the JSON snapshot (the same text for
+//! the exit report and for `softswitch stats`).
+
+use serde_json::Value;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn human_bytes(b: u64) -> String {
+    if b >= 10_000_000_000 {
+        format!("{:.1} GB", b as f64 / 1e9)
+    } else if b >= 10_000_000 {
+        format!("{:.1} MB", b as f64 / 1e6)
+    } else if b >= 10_000 {
+        format!("{:.1} KB", b as f64 / 1e3)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Non-zero entries of a `{reason: {pkts, bytes}}` map as `reason=pkts`.
+fn reasons(v: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = v.as_object() {
+        for (k, c) in m {
+            let p = u(&c["pkts"]);
+            if p > 0 {
+                parts.push(format!("{k}={p}"));
+            }
+        }
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// Renders a snapshot (see `dataplane::snapshot`) as a table.
+pub fn render(snap: &Value) -> String {
+    let mut out = String::new();
+    let elapsed = snap["elapsed_s"].as_f64().unwrap_or(0.0);
+    out.push_str(&format!("softswitch counters after {elapsed:.1} s\n"));
+    for p in snap["ports"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or(&[])
+    {
+        let io = &p["io"];
+        let eg = &p["egress"]["port"];
+        let tx_bytes = u(&io["tx_bytes"]);
+        let rate = if elapsed > 0.0 {
+            tx_bytes as f64 * 8.0 / elapsed / 1e6
+        } else {
+            0.0
+        };
+        out.push_str(&format!(
+            "port {}: rx {} pkts {} | tx {} pkts {} ({rate:.1} Mbit/s avg) | backlog {} B {} pkts\n",
+            p["name"].as_str().unwrap_or("?"),
+            u(&io["rx_packets"]),
+            human_bytes(u(&io["rx_bytes"])),
+            u(&io["tx_packets"]),
+            human_bytes(tx_bytes),
+            u(&p["backlog_bytes"]),
+            u(&p["backlog_pkts"]),
+        ));
+        let mut ingress = Vec::new();
+        if let Some(a) = io["ingress_drops"].as_array() {
+            for (r, c) in crate::aqm::DropReason::ALL.iter().zip(a) {
+                if u(c) > 0 {
+                    ingress.push(format!("{}={}", r.name(), u(c)));
+                }
+            }
+        }
+        out.push_str(&format!(
+            "  egress: enqueued {} dequeued {} | drops: {} | marks: {} | flooded {} | ingress drops: {}\n",
+            u(&eg["enqueued"]["pkts"]),
+            u(&eg["dequeued"]["pkts"]),
+            reasons(&eg["dropped"]),
+            reasons(&eg["marked"]),
+            u(&io["flooded"]),
+            if ingress.is_empty() { "none".to_string() } else { ingress.join(" ") },
+        ));
+        if let Some(qs) = p["egress"]["queues"].as_array() {
+            if qs.len() > 1 {
+                for (i, q) in qs.iter().enumerate() {
+                    if u(&q["arrived"]["pkts"]) == 0 {
+                        continue;
+                    }
+                    out.push_str(&format!(
+                        "    q{i}: dequeued {} ({}) drops {} marks {} backlog {} B max {} B sojourn p50 {:.1} p99 {:.1} us\n",
+                        u(&q["dequeued"]["pkts"]),
+                        human_bytes(u(&q["dequeued"]["bytes"])),
+                        reasons(&q["dropped"]),
+                        reasons(&q["marked"]),
+                        u(&q["backlog_bytes"]),
+                        u(&q["max_backlog_bytes"]),
+                        q["sojourn"]["p50_us"].as_f64().unwrap_or(0.0),
+                        q["sojourn"]["p99_us"].as_f64().unwrap_or(0.0),
+                    ));
+                }
+            }
+        }
+        let s = &eg["sojourn"];
+        out.push_str(&format!(
+            "  sojourn: p50 {:.1} us p99 {:.1} us max {:.1} us | max backlog {} B\n",
+            s["p50_us"].as_f64().unwrap_or(0.0),
+            s["p99_us"].as_f64().unwrap_or(0.0),
+            s["max_us"].as_f64().unwrap_or(0.0),
+            u(&eg["max_backlog_bytes"]),
+        ));
+    }
+    if let Some(m) = snap.get("umem") {
+        out.push_str(&format!(
+            "umem: {} frames: free {}, lent to the kernel for rx {}, held {}, in tx {}{}\n",
+            u(&m["frames"]),
+            u(&m["free"]),
+            u(&m["in_fill"]),
+            u(&m["held_by_app"]),
+            u(&m["in_tx"]),
+            if m["balanced"].as_bool() == Some(true) {
+                " — every frame accounted for"
+            } else {
+                " — FRAMES UNACCOUNTED"
+            },
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_nonzero_reasons() {
+        let snap = serde_json::json!({
+            "elapsed_s": 2.0,
+            "ports": [{
+                "name": "veth0",
+                "io": {"rx_packets": 10, "rx_bytes": 15000, "tx_packets": 9, "tx_bytes": 250_000_000u64,
+                       "flooded": 1, "filtered": 0, "ingress_drops": [0, 0, 0, 0, 2, 0, 0, 0]},
+                "egress": {"port": {"enqueued": {"pkts": 9, "bytes": 1}, "dequeued": {"pkts": 9, "bytes": 1},
+                                    "dropped": {"buffer_full": {"pkts": 3, "bytes": 4500}, "aqm": {"pkts": 0, "bytes": 0}},
+                                    "marked": {"sojourn": {"pkts": 5, "bytes": 7500}},
+                                    "sojourn": {"p50_us": 12.5, "p99_us": 80.0, "max_us": 100.0}, "max_backlog_bytes": 3000},
+                           "queues": []},
+                "backlog_bytes": 0, "backlog_pkts": 0
+            }],
+            "umem": {"frames": 16, "free": 8, "in_fill": 8, "held_by_app": 0, "in_tx": 0, "balanced": true}
+        });
+        let t = render(&snap);
+        assert!(t.contains("port veth0: rx 10 pkts 15.0 KB"), "{t}");
+        assert!(t.contains("(1000.0 Mbit/s avg)"), "{t}");
+        assert!(t.contains("drops: buffer_full=3 |"), "{t}");
+        assert!(t.contains("marks: sojourn=5"), "{t}");
+        assert!(t.contains("ingress drops: malformed=2"), "{t}");
+        assert!(t.contains("every frame accounted for"), "{t}");
+    }
+}
