@@ -15,5 +15,6 @@ pub mod preflight;
 pub mod rng;
 pub mod shaper;
 pub mod stats;
+pub mod traffic;
 pub mod units;
 pub mod wire;
