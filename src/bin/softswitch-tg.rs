@@ -433,3 +433,67 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &str) -> Cmd {
+        Cli::try_parse_from(args.split_whitespace())
+            .unwrap_or_else(|e| panic!("{args}: {e}"))
+            .cmd
+    }
+
+    #[test]
+    fn the_documented_commands_parse() {
+        assert!(matches!(
+            parse("softswitch-tg server --port 5001"),
+            Cmd::Server { port: 5001, .. }
+        ));
+        match parse(
+            "softswitch-tg client --servers 10.99.0.2:5001,10.99.0.3:5001 --cdf cdf/websearch.txt \
+             --load 0.5 --rate 1gbit --flows 1000 --conns 4 --dscp 0 --seed 1 \
+             --out flows.txt --json flows.json",
+        ) {
+            Cmd::Client {
+                servers,
+                flows,
+                conns,
+                ..
+            } => {
+                assert_eq!(server_addrs(&servers).unwrap().len(), 2);
+                assert_eq!((flows, conns), (1000, 4));
+            }
+            _ => panic!("not client"),
+        }
+        match parse(
+            "softswitch-tg incast --servers 10.99.0.2:5001,10.99.0.3:5001 --size 64kb \
+             --queries 100 --interval 10ms",
+        ) {
+            Cmd::Incast { size, interval, .. } => {
+                assert_eq!(parse_size(&size).unwrap(), 65536);
+                assert_eq!(duration(&interval).unwrap(), Duration::from_millis(10));
+            }
+            _ => panic!("not incast"),
+        }
+        match parse(
+            "softswitch-tg long --server 10.99.0.2:5001 --duration 10s --dscp 8 --rate 500mbit",
+        ) {
+            Cmd::Long { rate, dscp, .. } => {
+                assert_eq!(opt_rate_bps(&rate).unwrap(), 500_000_000);
+                assert_eq!(dscp, 8);
+            }
+            _ => panic!("not long"),
+        }
+    }
+
+    #[test]
+    fn bad_arguments_say_what_to_do() {
+        assert!(server_addr("10.99.0.2")
+            .unwrap_err()
+            .to_string()
+            .contains("ip:port"));
+        assert!(check_dscp(64).unwrap_err().to_string().contains("0..=63"));
+        assert!(duration("10").is_err());
+    }
+}

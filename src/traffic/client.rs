@@ -221,13 +221,21 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
                 }
             }
         };
-        pool.conns[slot].start_flow(Request {
+        let handed_over = pool.conns[slot].start_flow(Request {
             id: f.id,
             size: f.size,
             dscp: cfg.dscp,
             rate_bps: cfg.flow_rate_bps,
         });
-        started += 1;
+        if handed_over {
+            started += 1;
+        } else {
+            failures.push(FlowFailure {
+                id: f.id,
+                server: pool.addr.to_string(),
+                reason: "its connection had already failed".into(),
+            });
+        }
     }
     drop(out_tx);
 

@@ -85,22 +85,28 @@ impl Conn {
     }
 
     /// Starts a flow: sets DSCP if it changed, stamps the start, writes the
-    /// request. Errors are reported by the reader, not here.
-    pub fn start_flow(&mut self, req: Request) {
+    /// request. Once this returns `true` the reader reports the flow (also a
+    /// failed write); `false` means the flow was not handed over because this
+    /// connection's reader has already ended, and nobody will report it.
+    #[must_use]
+    pub fn start_flow(&mut self, req: Request) -> bool {
         if self.dscp != Some(req.dscp) {
             // A failure leaves the previous DSCP; the flow still runs.
             if sock::set_dscp(&self.stream, req.dscp).is_ok() {
                 self.dscp = Some(req.dscp);
             }
         }
-        let Some(tx) = &self.to_reader else { return };
+        let Some(tx) = &self.to_reader else {
+            return false;
+        };
         let start = Instant::now();
         if tx.send(Pending { req, start }).is_err() {
-            return; // reader already gone (it reported why)
+            return false;
         }
         if self.stream.write_all(&req.encode()).is_err() {
             let _ = self.stream.shutdown(Shutdown::Both);
         }
+        true
     }
 
     /// Closes the connection and waits for its reader.

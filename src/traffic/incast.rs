@@ -117,12 +117,24 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
         }
         let q_start = Instant::now();
         for (k, c) in conns.iter_mut().enumerate() {
-            c.start_flow(Request {
-                id: q * fanout as u32 + k as u32 + 1,
+            let id = q * fanout as u32 + k as u32 + 1;
+            let handed_over = c.start_flow(Request {
+                id,
                 size: cfg.size,
                 dscp: cfg.dscp,
                 rate_bps: cfg.flow_rate_bps,
             });
+            if !handed_over {
+                error = Some(
+                    TgError::Flow {
+                        id,
+                        addr: cfg.servers[k],
+                        reason: "its connection had already failed".into(),
+                    }
+                    .to_string(),
+                );
+                break 'queries;
+            }
         }
         let mut q_end = q_start;
         let mut q_flows = Vec::with_capacity(fanout);
