@@ -25,6 +25,7 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use softswitch::traffic::cdf::FlowSizeCdf;
+use softswitch::traffic::dscp::DscpMix;
 use softswitch::traffic::record::{write_flows_text, write_queries_text};
 use softswitch::traffic::server::Server;
 use softswitch::traffic::{client, incast, long, TgError};
@@ -75,9 +76,9 @@ enum Cmd {
         /// Connections opened per server at start (more are opened when all are busy).
         #[arg(long, default_value_t = 4)]
         conns: usize,
-        /// DSCP of every flow (0..=63); IP_TOS = dscp << 2.
-        #[arg(long, default_value_t = 0)]
-        dscp: u8,
+        /// DSCP per flow (IP_TOS = dscp << 2): `0`, `0,8,16,24` (each flow picks one uniformly) or `0:25,8:75` (value:weight).
+        #[arg(long, default_value = "0")]
+        dscp: String,
         /// Per-flow sending rate asked of the server (app-limited pacing), e.g. 500mbit; default unpaced.
         #[arg(long)]
         flow_rate: Option<String>,
@@ -298,7 +299,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 link_rate: parse_rate(&rate).map_err(usage)?,
                 flows,
                 conns_per_server: conns,
-                dscp: check_dscp(dscp)?,
+                dscp: dscp.parse::<DscpMix>().map_err(usage)?,
                 flow_rate_bps: opt_rate_bps(&flow_rate)?,
                 seed,
                 timeout: duration(&timeout)?,
@@ -319,7 +320,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                         "link_rate_bps": cfg.link_rate.bps(),
                         "flows": cfg.flows,
                         "conns_per_server": cfg.conns_per_server,
-                        "dscp": cfg.dscp,
+                        "dscp": cfg.dscp.classes(),
                         "flow_rate_bps": cfg.flow_rate_bps,
                         "seed": cfg.seed,
                         "timeout_s": cfg.timeout.as_secs_f64(),

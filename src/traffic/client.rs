@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::cdf::FlowSizeCdf;
 use super::conn::{Conn, IdleList, Outcome};
+use super::dscp::DscpMix;
 use super::poisson::PoissonArrivals;
 use super::proto::Request;
 use super::record::FlowRecord;
@@ -43,8 +44,8 @@ pub struct ClientConfig {
     pub flows: u32,
     /// Connections opened per server at start.
     pub conns_per_server: usize,
-    /// DSCP of every flow.
-    pub dscp: u8,
+    /// DSCP per flow (one value, or drawn by weight per flow).
+    pub dscp: DscpMix,
     /// Requested per-flow sending rate, bit/s (0 = unpaced).
     pub flow_rate_bps: u64,
     /// Seed of the schedule.
@@ -64,10 +65,13 @@ pub struct PlannedFlow {
     pub size: u64,
     /// Time after the previous arrival, ns.
     pub gap_ns: u64,
+    /// DSCP of the request and the response.
+    pub dscp: u8,
 }
 
-/// Draws the whole schedule: per flow a size, a server, a gap (in that order
-/// from one seeded generator).
+/// Draws the whole schedule: per flow a size, a server, a gap and (only
+/// with several DSCP classes) a DSCP, in that order from one seeded
+/// generator.
 pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
     if cfg.servers.is_empty() {
         return Err(TgError::Usage(
@@ -83,11 +87,13 @@ pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
             let size = cfg.cdf.sample(&mut rng);
             let server = (rng.next_u64() % n) as usize;
             let gap_ns = arrivals.next_gap(&mut rng);
+            let dscp = cfg.dscp.sample(&mut rng);
             PlannedFlow {
                 id,
                 server,
                 size,
                 gap_ns,
+                dscp,
             }
         })
         .collect())
@@ -224,7 +230,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         let handed_over = pool.conns[slot].start_flow(Request {
             id: f.id,
             size: f.size,
-            dscp: cfg.dscp,
+            dscp: f.dscp,
             rate_bps: cfg.flow_rate_bps,
         });
         if handed_over {
@@ -341,7 +347,7 @@ mod tests {
             link_rate: Rate::mbit(8),
             flows: 10_000,
             conns_per_server: 1,
-            dscp: 0,
+            dscp: DscpMix::single(0),
             flow_rate_bps: 0,
             seed: 9,
             timeout: Duration::from_secs(1),
@@ -369,6 +375,17 @@ mod tests {
         let to_first = a.iter().filter(|f| f.server == 0).count();
         assert!((4_700..5_300).contains(&to_first), "{to_first}");
         assert!(a.iter().all(|f| f.size <= 1000));
+        assert!(a.iter().all(|f| f.dscp == 0));
+        // TCN §6.1.2: each flow on one of 4 service classes at random.
+        let mixed = plan(&ClientConfig {
+            dscp: "0,1,2,3".parse().unwrap(),
+            ..c.clone()
+        })
+        .unwrap();
+        for d in 0..4u8 {
+            let n = mixed.iter().filter(|f| f.dscp == d).count();
+            assert!((2_300..2_700).contains(&n), "dscp {d}: {n}");
+        }
     }
 
     #[test]

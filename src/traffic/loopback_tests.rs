@@ -62,7 +62,7 @@ fn workload_200_websearch_flows_complete_once_each() {
         link_rate: Rate::gbit(2),
         flows: 200,
         conns_per_server: 2,
-        dscp: 10,
+        dscp: "10,12".parse().unwrap(),
         flow_rate_bps: 0,
         seed: 1,
         timeout: Duration::from_secs(20),
@@ -87,7 +87,7 @@ fn workload_200_websearch_flows_complete_once_each() {
         assert_eq!(r.size, p.size, "flow {} size", r.id);
         assert_eq!(r.server, p.server, "flow {} server", r.id);
         assert!(r.fct_us > 0, "flow {} FCT 0", r.id);
-        assert_eq!(r.dscp, 10);
+        assert_eq!(r.dscp, p.dscp, "flow {} dscp", r.id);
     }
     // The servers sent exactly the planned payload.
     let planned: u64 = plan.iter().map(|p| p.size).sum();
@@ -193,7 +193,7 @@ fn server_that_hangs_up_is_reported_per_flow_not_a_panic() {
         link_rate: Rate::mbit(100),
         flows: 3,
         conns_per_server: 1,
-        dscp: 0,
+        dscp: super::dscp::DscpMix::single(0),
         flow_rate_bps: 0,
         seed: 1,
         timeout: Duration::from_secs(5),

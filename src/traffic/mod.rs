@@ -26,6 +26,7 @@
 pub mod cdf;
 pub mod client;
 mod conn;
+pub mod dscp;
 pub mod incast;
 pub mod long;
 pub mod poisson;
