@@ -91,9 +91,9 @@ enum Cmd {
         /// Per-flow records and summary as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
-        /// Safety bound on the whole run.
-        #[arg(long, default_value = "600s")]
-        timeout: String,
+        /// Safety bound on the whole run; default twice the expected schedule length + 60s.
+        #[arg(long)]
+        timeout: Option<String>,
     },
     /// One client asks all servers at once for --size bytes each, repeatedly.
     Incast {
@@ -292,17 +292,22 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             let cdf_path = cdf;
             let cdf = FlowSizeCdf::from_file(&cdf_path)
                 .map_err(|e| usage(format!("{}: {e}", cdf_path.display())))?;
+            let link_rate = parse_rate(&rate).map_err(usage)?;
+            let timeout = match timeout {
+                Some(t) => duration(&t)?,
+                None => client::default_timeout(&cdf, load, link_rate, flows),
+            };
             let cfg = client::ClientConfig {
                 servers: server_addrs(&servers)?,
                 cdf,
                 load,
-                link_rate: parse_rate(&rate).map_err(usage)?,
+                link_rate,
                 flows,
                 conns_per_server: conns,
                 dscp: dscp.parse::<DscpMix>().map_err(usage)?,
                 flow_rate_bps: opt_rate_bps(&flow_rate)?,
                 seed,
-                timeout: duration(&timeout)?,
+                timeout,
             };
             // Open the output first: a typo should not cost a whole run.
             let text = create(&out)?;

@@ -99,6 +99,15 @@ pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
         .collect())
 }
 
+/// A safety bound for a run: twice the expected length of the arrival
+/// schedule (`flows` × mean gap) plus 60 s for the last flows to finish.
+pub fn default_timeout(cdf: &FlowSizeCdf, load: f64, link_rate: Rate, flows: u32) -> Duration {
+    let schedule_ns = PoissonArrivals::for_load(cdf.mean(), load, link_rate)
+        .map(|a| a.mean_gap_ns() * flows as f64)
+        .unwrap_or(0.0);
+    Duration::from_secs(60) + Duration::from_secs_f64((2.0 * schedule_ns / 1e9).min(1e7))
+}
+
 /// A flow that did not complete.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FlowFailure {
@@ -386,6 +395,14 @@ mod tests {
             let n = mixed.iter().filter(|f| f.dscp == d).count();
             assert!((2_300..2_700).contains(&n), "dscp {d}: {n}");
         }
+    }
+
+    #[test]
+    fn default_timeout_covers_the_schedule() {
+        let c = cfg();
+        // 10 000 flows × 1 ms mean gap = 10 s → 2 × 10 s + 60 s.
+        let t = default_timeout(&c.cdf, c.load, c.link_rate, c.flows);
+        assert!((t.as_secs_f64() - 80.0).abs() < 1e-6, "{t:?}");
     }
 
     #[test]

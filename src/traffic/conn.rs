@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use super::proto::{Request, HEADER_LEN};
 use super::sock;
 
-/// Read buffer per connection.
-const READ_BUF: usize = 256 * 1024;
+/// Read buffer per connection (64 KiB: 2 000 reads/s at 1 Gbit/s, and a
+/// thousand connections cost 64 MB, not 256).
+const READ_BUF: usize = 64 * 1024;
 /// Connect timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 

@@ -24,6 +24,9 @@ use super::TgError;
 
 /// Payload written per `write` call when not paced.
 const UNPACED_CHUNK: usize = 256 * 1024;
+/// The payload bytes, shared by every connection (zeros: never written, so
+/// the pages stay the kernel's shared zero page).
+static PAYLOAD: [u8; UNPACED_CHUNK] = [0; UNPACED_CHUNK];
 /// Bounds of a paced chunk.
 const PACED_CHUNK_MIN: u64 = 1448;
 const PACED_CHUNK_MAX: u64 = 64 * 1024;
@@ -147,7 +150,6 @@ fn serve_connection(mut stream: TcpStream, stats: &ServerStats) -> io::Result<()
     // delayed ACK would add up to 40 ms to small flows' FCT).
     stream.set_nodelay(true)?;
     let mut dscp_now: Option<u8> = None;
-    let payload = vec![0u8; UNPACED_CHUNK];
     let mut hdr = [0u8; HEADER_LEN];
     loop {
         match read_header(&mut stream, &mut hdr)? {
@@ -161,7 +163,7 @@ fn serve_connection(mut stream: TcpStream, stats: &ServerStats) -> io::Result<()
             dscp_now = Some(req.dscp);
         }
         stream.write_all(&hdr)?;
-        match send_payload(&mut stream, &payload, req.size, req.rate_bps, stats) {
+        match send_payload(&mut stream, &PAYLOAD, req.size, req.rate_bps, stats) {
             Ok(()) => {
                 stats.flows.fetch_add(1, Ordering::Relaxed);
             }
