@@ -52,7 +52,7 @@ enum Cmd {
         /// Address to listen on.
         #[arg(long, default_value = "0.0.0.0")]
         bind: IpAddr,
-        /// Stop accepting and exit after this long (e.g. 60s); default: run until killed.
+        /// Exit after this long (e.g. 60s), open connections included; default: run until SIGINT/SIGTERM, then print the counters and exit 0.
         #[arg(long)]
         timeout: Option<String>,
     },
@@ -261,10 +261,11 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 if until.is_some() {
                     ""
                 } else {
-                    " (until killed)"
+                    " (until SIGINT/SIGTERM)"
                 }
             );
-            let stats = server.run(until)?;
+            let signalled = softswitch::traffic::sock::stop_on_signals();
+            let stats = server.run(until, Some(signalled))?;
             use std::sync::atomic::Ordering::Relaxed;
             println!(
                 "server: {} connections, {} flows, {} bytes sent, {} connection errors",

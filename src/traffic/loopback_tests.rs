@@ -36,7 +36,7 @@ impl TestServer {
             stats: s.stats(),
             stop: s.stop_flag(),
         };
-        thread::spawn(move || s.run(None));
+        thread::spawn(move || s.run(None, None));
         t
     }
 }

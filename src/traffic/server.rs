@@ -90,11 +90,19 @@ impl Server {
         self.stats.clone()
     }
 
-    /// Accepts and serves until the stop flag is set or `until` passes.
-    /// Connections already open keep being served by their threads.
-    pub fn run(self, until: Option<Instant>) -> Result<Arc<ServerStats>, TgError> {
+    /// Accepts and serves until the stop flag (or `also_stop`, e.g. the
+    /// signal flag) is set or `until` passes. Connections already open keep
+    /// being served by their threads.
+    pub fn run(
+        self,
+        until: Option<Instant>,
+        also_stop: Option<&AtomicBool>,
+    ) -> Result<Arc<ServerStats>, TgError> {
         loop {
-            if self.stop.load(Ordering::Relaxed) || until.is_some_and(|t| Instant::now() >= t) {
+            if self.stop.load(Ordering::Relaxed)
+                || also_stop.is_some_and(|f| f.load(Ordering::Relaxed))
+                || until.is_some_and(|t| Instant::now() >= t)
+            {
                 return Ok(self.stats);
             }
             let ready =

@@ -1,5 +1,6 @@
-//! The few socket options std does not offer: IP_TOS (DSCP per flow), a
-//! bounded wait for readability, and the thread's timer slack. The only
+//! The few system calls std does not offer: IP_TOS (DSCP per flow), a
+//! bounded wait for readability, the thread's timer slack, and a SIGINT /
+//! SIGTERM flag for the server. The only
 //! `unsafe` in the traffic generator lives here; each call is a plain
 //! libc system call on a file descriptor the caller owns.
 
@@ -100,6 +101,28 @@ pub fn tighten_timer_slack() {
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong);
     }
+}
+
+/// Set by SIGINT / SIGTERM once [`stop_on_signals`] is installed.
+static STOP_SIGNALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP_SIGNALLED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM set a flag instead of killing the process, so a
+/// server can print its counters and exit 0. Returns the flag.
+pub fn stop_on_signals() -> &'static std::sync::atomic::AtomicBool {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to a static atomic, which is
+        // async-signal-safe; `signal` replaces the disposition process-wide.
+        unsafe {
+            libc::signal(sig, handler);
+        }
+    }
+    &STOP_SIGNALLED
 }
 
 #[cfg(test)]
