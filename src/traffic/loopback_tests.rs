@@ -163,9 +163,10 @@ fn paced_long_flow_holds_its_rate() {
     assert_eq!(rep.samples.len(), 10);
     assert_eq!(rep.samples[0].t_ms, 100);
     assert_eq!(rep.samples[9].t_ms, 1000);
-    // App-limited pacing on an idle loopback: close to 200 Mbit/s, never far above.
+    // App-limited pacing: never more than the rate plus one chunk; on an
+    // idle loopback close to it (the low bound leaves room for a busy CI box).
     assert!(
-        (150.0..=215.0).contains(&rep.goodput_mbps),
+        (100.0..=205.0).contains(&rep.goodput_mbps),
         "goodput {}",
         rep.goodput_mbps
     );
@@ -230,5 +231,10 @@ fn server_rejects_a_foreign_request_and_keeps_serving() {
         Request::decode(resp[..HEADER_LEN].try_into().unwrap()),
         Ok(req)
     );
+    // The bad connection's thread counts its error just after closing.
+    let t = std::time::Instant::now();
+    while server.stats.errors.load(Ordering::Relaxed) == 0 && t.elapsed() < Duration::from_secs(2) {
+        thread::sleep(Duration::from_millis(5));
+    }
     assert_eq!(server.stats.errors.load(Ordering::Relaxed), 1);
 }
