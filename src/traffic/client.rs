@@ -163,6 +163,10 @@ struct Pool {
     addr: SocketAddr,
     conns: Vec<Conn>,
     idle: IdleList,
+    /// Set when a new connection could not be opened: later flows to this
+    /// server fail at once instead of each stalling the arrival schedule in
+    /// `connect` (up to its timeout).
+    unreachable: Option<String>,
 }
 
 /// Runs the workload. Fails early only if a server cannot be reached at
@@ -185,7 +189,12 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         }
         // Hand out the lowest slots first.
         *idle.lock().expect("fresh mutex") = (0..conns.len()).rev().collect();
-        pools.push(Pool { addr, conns, idle });
+        pools.push(Pool {
+            addr,
+            conns,
+            idle,
+            unreachable: None,
+        });
     }
     let mut connections: usize = pools.iter().map(|p| p.conns.len()).sum();
 
@@ -212,9 +221,17 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         max_lateness_us = max_lateness_us.max(late_us);
         let pool = &mut pools[f.server];
         let slot = pool.idle.lock().ok().and_then(|mut l| l.pop());
-        let slot = match slot {
-            Some(s) => s,
-            None => {
+        let slot = match (slot, &pool.unreachable) {
+            (Some(s), _) => s,
+            (None, Some(why)) => {
+                failures.push(FlowFailure {
+                    id: f.id,
+                    server: pool.addr.to_string(),
+                    reason: why.clone(),
+                });
+                continue;
+            }
+            (None, None) => {
                 let s = pool.conns.len();
                 match Conn::open(f.server, pool.addr, s, pool.idle.clone(), out_tx.clone()) {
                     Ok(c) => {
@@ -223,14 +240,16 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
                         s
                     }
                     Err(e) => {
+                        let why = format!(
+                            "no idle connection and a new one failed: {e} (flow {}; later flows to this server are not tried)",
+                            f.id
+                        );
                         failures.push(FlowFailure {
                             id: f.id,
                             server: pool.addr.to_string(),
-                            reason: format!(
-                                "cannot open another connection: {e} (all {} busy)",
-                                pool.conns.len()
-                            ),
+                            reason: why.clone(),
                         });
+                        pool.unreachable = Some(why);
                         continue;
                     }
                 }
