@@ -202,6 +202,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     let deadline = t0 + cfg.timeout;
     let mut failures: Vec<FlowFailure> = Vec::new();
     let mut started = 0usize;
+    let mut arrivals = 0usize;
     let mut lateness_sum_us = 0u128;
     let mut max_lateness_us = 0u64;
     let mut due = t0;
@@ -217,6 +218,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
             thread::sleep(due - now);
         }
         let late_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
+        arrivals += 1;
         lateness_sum_us += late_us as u128;
         max_lateness_us = max_lateness_us.max(late_us);
         let pool = &mut pools[f.server];
@@ -350,10 +352,10 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         wall_us,
         target_flows_per_sec,
         connections,
-        mean_lateness_us: if started == 0 {
+        mean_lateness_us: if arrivals == 0 {
             0.0
         } else {
-            lateness_sum_us as f64 / started as f64
+            lateness_sum_us as f64 / arrivals as f64
         },
         max_lateness_us,
         timed_out,

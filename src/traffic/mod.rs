@@ -13,6 +13,7 @@
 //! * [`cdf`] — TrafficGenerator's CDF files, sampling, analytic mean.
 //! * [`poisson`] — exponential gaps for a target load.
 //! * [`proto`] — the 24-byte request and its echo.
+//! * [`dscp`] — per-flow DSCP drawn by weight (TrafficGenerator's `dscp` lines).
 //! * [`server`], [`client`], [`incast`], [`long`] — the four roles.
 //! * [`record`], [`summary`] — per-flow records, TrafficGenerator's output
 //!   columns, FCT mean / p99 by size class.
