@@ -24,6 +24,26 @@
 //! the only per-flow work on the arrival path is a 24-byte write). The one
 //! `unsafe` (setsockopt, poll, prctl) is in `sock`.
 
+//! # The papers' experiments with it
+//!
+//! Servers in every sending host (`softswitch-tg server --port 5001`), then
+//! in the receiving host, for example:
+//!
+//! * TCN §6.1.2 — web search, 5 persistent connections to each of 8
+//!   servers, each flow on one of 4 service queues at random, 5000 flows per
+//!   load: `softswitch-tg client --servers <8 × ip:5001> --cdf
+//!   cdf/websearch.txt --load 0.5 --rate 1gbit --flows 5000 --conns 5
+//!   --dscp 0,1,2,3 --seed 1 --out ws50.txt --json ws50.json`, repeated for
+//!   loads 0.1 … 0.9; FCT of small / large / all flows from the JSON summary.
+//! * ECN♯ §5, DiffECN §VI, PRED §VI — the same with `cdf/datamining.txt`.
+//! * Incast — `softswitch-tg incast --servers <N × ip:5001> --size 64kb
+//!   --queries 100 --interval 10ms`: QCT per query and FCT per flow.
+//! * Long-lived / paced flows — `softswitch-tg long --server ip:5001
+//!   --duration 10s --dscp 8 [--rate 500mbit]`: goodput every 100 ms.
+//!
+//! Flow sizes drawn uniformly between two sizes (e.g. ECN♯'s 3–60 KB query
+//! flows) are the two-point CDF file `3000 0` / `60000 1`.
+
 pub mod cdf;
 pub mod client;
 mod conn;
