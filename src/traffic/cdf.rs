@@ -324,6 +324,17 @@ mod tests {
     }
 
     #[test]
+    fn two_points_make_a_uniform_range() {
+        // ECN♯ §5.4's query flows: uniform 3–60 KB.
+        let c: FlowSizeCdf = "3000 0\n60000 1\n".parse().unwrap();
+        assert_eq!(c.mean(), 31_500.0);
+        let mut rng = SimRng::new(8);
+        assert!((0..10_000)
+            .map(|_| c.sample(&mut rng))
+            .all(|s| (3000..=60000).contains(&s)));
+    }
+
+    #[test]
     fn atom_at_a_single_size() {
         // TrafficGenerator's CDF_vl2.txt style: half the flows exactly 1 unit.
         let c = FlowSizeCdf::from_points(&[(1.0, 0.0), (1.0, 0.5), (3.0, 1.0)]).unwrap();
