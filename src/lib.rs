@@ -23,6 +23,7 @@ pub mod shaper;
 pub mod stats;
 pub mod switch;
 pub mod topo;
+pub mod traffic;
 pub mod units;
 pub mod wire;
 pub mod xdp;

@@ -1,0 +1,203 @@
+//! A long-lived flow: the client asks one server for an endless response
+//! (`size` = [`STREAM`]), optionally paced, reads it for `duration`, and
+//! samples goodput every `sample` (100 ms by default).
+//!
+//! Sample k covers `((k−1)·sample, k·sample]` after the request was written:
+//! `t_ms` is the end of the interval, `bytes` the payload bytes read in it,
+//! `goodput_mbps = bytes · 8 / sample`. Reads wake at least every 10 ms, so
+//! a byte is attributed to the interval in which `read` returned it.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::proto::{Request, HEADER_LEN, STREAM};
+use super::sock;
+use super::TgError;
+
+/// Longest a read blocks, so samples are taken on time.
+const READ_WAKE: Duration = Duration::from_millis(10);
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LongConfig {
+    /// The sending server.
+    pub server: SocketAddr,
+    /// How long to receive.
+    pub duration: Duration,
+    /// DSCP of the flow.
+    pub dscp: u8,
+    /// Pacing rate, bit/s (0 = unpaced).
+    pub rate_bps: u64,
+    /// Sampling period.
+    pub sample: Duration,
+}
+
+/// One goodput sample.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GoodputSample {
+    /// End of the interval, ms since the request.
+    pub t_ms: u64,
+    /// Payload bytes received in the interval.
+    pub bytes: u64,
+    /// `bytes · 8 / interval`, Mbit/s.
+    pub goodput_mbps: f64,
+}
+
+/// The result of a long-flow run.
+#[derive(Clone, Debug, Serialize)]
+pub struct LongReport {
+    /// Samples in time order.
+    pub samples: Vec<GoodputSample>,
+    /// Payload bytes received.
+    pub total_bytes: u64,
+    /// Receiving time, µs.
+    pub duration_us: u64,
+    /// `total_bytes · 8 / duration`, Mbit/s.
+    pub goodput_mbps: f64,
+    /// DSCP used.
+    pub dscp: u8,
+    /// Requested rate, Mbit/s (0 = unpaced).
+    pub rate_mbps: f64,
+    /// Why the flow ended early, if it did.
+    pub error: Option<String>,
+}
+
+impl LongReport {
+    /// One line for people.
+    pub fn one_line(&self) -> String {
+        format!(
+            "long flow: {} bytes in {:.2} s = {:.1} Mbit/s (dscp {}, rate {}){}",
+            self.total_bytes,
+            self.duration_us as f64 / 1e6,
+            self.goodput_mbps,
+            self.dscp,
+            if self.rate_mbps > 0.0 {
+                format!("{} Mbit/s paced", self.rate_mbps)
+            } else {
+                "unpaced".into()
+            },
+            self.error
+                .as_ref()
+                .map(|e| format!(" | STOPPED: {e}"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// The samples as CSV with a header line.
+    pub fn csv(&self) -> String {
+        let mut s = String::from("t_ms,bytes,goodput_mbps\n");
+        for x in &self.samples {
+            s.push_str(&format!("{},{},{:.3}\n", x.t_ms, x.bytes, x.goodput_mbps));
+        }
+        s
+    }
+}
+
+/// Runs one long flow. Fails only if the server cannot be reached; a
+/// failure mid-run ends it and is returned in `error`.
+pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
+    if cfg.sample.is_zero() {
+        return Err(TgError::Usage("the sampling period must be above 0".into()));
+    }
+    let addr = cfg.server;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+        .map_err(|source| TgError::Connect { addr, source })?;
+    let io_err = |context: &str| {
+        let context = context.to_string();
+        move |source| TgError::Io { context, source }
+    };
+    stream.set_nodelay(true).map_err(io_err("TCP_NODELAY"))?;
+    sock::set_dscp(&stream, cfg.dscp).map_err(io_err("setting IP_TOS"))?;
+    stream
+        .set_read_timeout(Some(READ_WAKE))
+        .map_err(io_err("SO_RCVTIMEO"))?;
+    let req = Request {
+        id: 1,
+        size: STREAM,
+        dscp: cfg.dscp,
+        rate_bps: cfg.rate_bps,
+    };
+    let t0 = Instant::now();
+    let end = t0 + cfg.duration;
+    let mut error = None;
+    let mut samples = Vec::new();
+    let mut total: u64 = 0;
+    let mut in_interval: u64 = 0;
+    let mut k: u32 = 1;
+    let mut header_left = HEADER_LEN;
+    let mut buf = vec![0u8; 64 * 1024];
+    if let Err(e) = stream.write_all(&req.encode()) {
+        error = Some(flow_error(addr, e));
+    }
+    while error.is_none() {
+        let got = match stream.read(&mut buf) {
+            Ok(0) => {
+                error = Some(flow_error(
+                    addr,
+                    io::Error::new(io::ErrorKind::UnexpectedEof, "server closed the connection"),
+                ));
+                0
+            }
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                0
+            }
+            Err(e) => {
+                error = Some(flow_error(addr, e));
+                0
+            }
+        };
+        let skip = header_left.min(got);
+        header_left -= skip;
+        let payload = (got - skip) as u64;
+        let now = Instant::now();
+        in_interval += payload;
+        total += payload;
+        while now >= t0 + cfg.sample * k && t0 + cfg.sample * k <= end {
+            samples.push(GoodputSample {
+                t_ms: (cfg.sample * k).as_millis() as u64,
+                bytes: in_interval,
+                goodput_mbps: in_interval as f64 * 8.0 / cfg.sample.as_micros() as f64,
+            });
+            in_interval = 0;
+            k += 1;
+        }
+        if now >= end {
+            break;
+        }
+    }
+    let duration_us = t0.elapsed().as_micros() as u64;
+    let _ = stream.shutdown(Shutdown::Both);
+    Ok(LongReport {
+        samples,
+        total_bytes: total,
+        duration_us,
+        goodput_mbps: if duration_us == 0 {
+            0.0
+        } else {
+            total as f64 * 8.0 / duration_us as f64
+        },
+        dscp: cfg.dscp,
+        rate_mbps: cfg.rate_bps as f64 / 1e6,
+        error,
+    })
+}
+
+fn flow_error(addr: SocketAddr, e: io::Error) -> String {
+    TgError::Flow {
+        id: 1,
+        addr,
+        reason: e.to_string(),
+    }
+    .to_string()
+}

@@ -1,0 +1,240 @@
+//! End-to-end tests on loopback: real kernel TCP between an in-process
+//! server and client on 127.0.0.1 with ephemeral ports — never another
+//! address. Each test is bounded by the generator's own `timeout`.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use super::cdf::FlowSizeCdf;
+use super::client::{self, ClientConfig};
+use super::incast::{self, IncastConfig};
+use super::long::{self, LongConfig};
+use super::proto::{Request, HEADER_LEN};
+use super::record::write_flows_text;
+use super::server::{Server, ServerStats};
+use crate::units::Rate;
+
+/// A running in-process server; stops its accept loop when dropped.
+struct TestServer {
+    addr: SocketAddr,
+    stats: Arc<ServerStats>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TestServer {
+    fn start() -> Self {
+        let s = Server::bind("127.0.0.1:0".parse().unwrap())
+            .unwrap()
+            .quiet();
+        let t = TestServer {
+            addr: s.local_addr(),
+            stats: s.stats(),
+            stop: s.stop_flag(),
+        };
+        thread::spawn(move || s.run(None, None));
+        t
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn websearch() -> FlowSizeCdf {
+    FlowSizeCdf::from_file(concat!(env!("CARGO_MANIFEST_DIR"), "/cdf/websearch.txt")).unwrap()
+}
+
+#[test]
+fn workload_200_websearch_flows_complete_once_each() {
+    let servers = [TestServer::start(), TestServer::start()];
+    // 50 % of 2 Gbit/s with a 1.7 MB mean: a flow every ~13.7 ms, ~3 s in all.
+    let cfg = ClientConfig {
+        servers: servers.iter().map(|s| s.addr).collect(),
+        cdf: websearch(),
+        load: 0.5,
+        link_rate: Rate::gbit(2),
+        flows: 200,
+        conns_per_server: 2,
+        dscp: "10,12".parse().unwrap(),
+        flow_rate_bps: 0,
+        seed: 1,
+        timeout: Duration::from_secs(20),
+    };
+    let plan = client::plan(&cfg).unwrap();
+    let rep = client::run(&cfg).unwrap();
+    assert!(
+        rep.failures.is_empty(),
+        "{:?}",
+        &rep.failures[..rep.failures.len().min(5)]
+    );
+    assert!(!rep.timed_out);
+    assert_eq!(rep.flows.len(), 200);
+    let ids: HashSet<u32> = rep.flows.iter().map(|r| r.id).collect();
+    assert_eq!(
+        ids,
+        (1..=200).collect::<HashSet<u32>>(),
+        "every flow exactly once"
+    );
+    for (r, p) in rep.flows.iter().zip(&plan) {
+        assert_eq!(r.id, p.id);
+        assert_eq!(r.size, p.size, "flow {} size", r.id);
+        assert_eq!(r.server, p.server, "flow {} server", r.id);
+        assert!(r.fct_us > 0, "flow {} FCT 0", r.id);
+        assert_eq!(r.dscp, p.dscp, "flow {} dscp", r.id);
+    }
+    // The servers sent exactly the planned payload.
+    let planned: u64 = plan.iter().map(|p| p.size).sum();
+    let sent: u64 = servers
+        .iter()
+        .map(|s| s.stats.bytes.load(Ordering::Relaxed))
+        .sum();
+    assert_eq!(sent, planned);
+    assert_eq!(rep.summary.all.as_ref().unwrap().count, 200);
+    assert_eq!(rep.summary.total_bytes, planned);
+    // TrafficGenerator text output: one line per flow, five columns.
+    let mut out = Vec::new();
+    write_flows_text(&mut out, &rep.flows).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), 200);
+    let first: Vec<&str> = text.lines().next().unwrap().split(' ').collect();
+    assert_eq!(first.len(), 5);
+    assert_eq!(first[0], plan[0].size.to_string());
+}
+
+#[test]
+fn incast_4_servers_records_every_query_and_flow() {
+    let servers: Vec<TestServer> = (0..4).map(|_| TestServer::start()).collect();
+    let cfg = IncastConfig {
+        servers: servers.iter().map(|s| s.addr).collect(),
+        size: 64 * 1024,
+        queries: 30,
+        interval: Duration::from_millis(5),
+        dscp: 0,
+        flow_rate_bps: 0,
+        timeout: Duration::from_secs(10),
+    };
+    let rep = incast::run(&cfg).unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.queries.len(), 30);
+    assert_eq!(rep.flows.len(), 120);
+    let ids: HashSet<u32> = rep.flows.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), 120);
+    for (q, chunk) in rep.queries.iter().zip(rep.flows.chunks(4)) {
+        assert_eq!(q.fanout, 4);
+        assert_eq!(q.size, 4 * 65536);
+        let servers_seen: HashSet<usize> = chunk.iter().map(|f| f.server).collect();
+        assert_eq!(
+            servers_seen.len(),
+            4,
+            "query {} asked every server",
+            q.query
+        );
+        for f in chunk {
+            assert_eq!(f.size, 65536);
+            assert!(f.fct_us > 0 && f.fct_us <= q.qct_us, "FCT ≤ QCT");
+        }
+    }
+    // Start-to-start spacing at least the interval.
+    for w in rep.queries.windows(2) {
+        assert!(w[1].start_us - w[0].start_us >= 5_000);
+    }
+    assert_eq!(rep.qct.as_ref().unwrap().count, 30);
+}
+
+#[test]
+fn paced_long_flow_holds_its_rate() {
+    let server = TestServer::start();
+    let rep = long::run(&LongConfig {
+        server: server.addr,
+        duration: Duration::from_millis(1000),
+        dscp: 8,
+        rate_bps: 200_000_000,
+        sample: Duration::from_millis(100),
+    })
+    .unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.samples.len(), 10);
+    assert_eq!(rep.samples[0].t_ms, 100);
+    assert_eq!(rep.samples[9].t_ms, 1000);
+    // App-limited pacing: never more than the rate plus one chunk; on an
+    // idle loopback close to it (the low bound leaves room for a busy CI box).
+    assert!(
+        (100.0..=205.0).contains(&rep.goodput_mbps),
+        "goodput {}",
+        rep.goodput_mbps
+    );
+    let csv = rep.csv();
+    assert!(csv.starts_with("t_ms,bytes,goodput_mbps\n100,"));
+    assert_eq!(csv.lines().count(), 11);
+}
+
+#[test]
+fn server_that_hangs_up_is_reported_per_flow_not_a_panic() {
+    // A listener that reads each request and closes without answering.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    thread::spawn(move || {
+        for s in l.incoming().take(8) {
+            let Ok(mut s) = s else { continue };
+            let mut b = [0u8; HEADER_LEN];
+            let _ = s.read_exact(&mut b);
+        }
+    });
+    let cfg = ClientConfig {
+        servers: vec![addr],
+        cdf: FlowSizeCdf::from_points(&[(0.0, 0.0), (1000.0, 1.0)]).unwrap(),
+        load: 0.5,
+        link_rate: Rate::mbit(100),
+        flows: 3,
+        conns_per_server: 1,
+        dscp: super::dscp::DscpMix::single(0),
+        flow_rate_bps: 0,
+        seed: 1,
+        timeout: Duration::from_secs(5),
+    };
+    let rep = client::run(&cfg).unwrap();
+    assert!(rep.flows.is_empty());
+    assert_eq!(rep.failures.len(), 3);
+    for f in &rep.failures {
+        assert_eq!(f.server, addr.to_string());
+        assert!(f.reason.contains("closed"), "{}", f.reason);
+    }
+}
+
+#[test]
+fn server_rejects_a_foreign_request_and_keeps_serving() {
+    let server = TestServer::start();
+    let mut bad = TcpStream::connect(server.addr).unwrap();
+    bad.write_all(&[0u8; HEADER_LEN]).unwrap();
+    bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = [0u8; 1];
+    assert_eq!(bad.read(&mut b).unwrap(), 0, "server closes on a bad magic");
+    // A good client still gets its answer.
+    let mut good = TcpStream::connect(server.addr).unwrap();
+    let req = Request {
+        id: 7,
+        size: 1000,
+        dscp: 0,
+        rate_bps: 0,
+    };
+    good.write_all(&req.encode()).unwrap();
+    let mut resp = vec![0u8; HEADER_LEN + 1000];
+    good.read_exact(&mut resp).unwrap();
+    assert_eq!(
+        Request::decode(resp[..HEADER_LEN].try_into().unwrap()),
+        Ok(req)
+    );
+    // The bad connection's thread counts its error just after closing.
+    let t = std::time::Instant::now();
+    while server.stats.errors.load(Ordering::Relaxed) == 0 && t.elapsed() < Duration::from_secs(2) {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(server.stats.errors.load(Ordering::Relaxed), 1);
+}
