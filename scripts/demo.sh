@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The demo: two DCTCP hosts in network namespaces, softswitch between them at
+# 1 Gbit/s with TCN marking, a 10 s iperf3 transfer, then what the switch and
+# the hosts saw. Sets up whatever is missing first. Usage: sudo scripts/demo.sh
+# Environment: AQM (default tcn), RATE (1gbit), DURATION (10), PREFIX (demo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" -ne 0 ]; then
+  echo "scripts/demo.sh needs root (namespaces, XDP): sudo scripts/demo.sh" >&2
+  exit 1
+fi
+AQM=${AQM:-tcn}
+RATE=${RATE:-1gbit}
+SECS=${DURATION:-10}
+PREFIX=${PREFIX:-demo}
+
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+echo "[demo] building softswitch (release)"
+cargo build --release --quiet
+SS=target/release/softswitch
+SOCK=/run/softswitch/$PREFIX.sock
+SW_PID=
+cleanup() {
+  if [ -n "$SW_PID" ] && kill -0 "$SW_PID" 2>/dev/null; then kill -INT "$SW_PID"; wait "$SW_PID" || true; fi
+  "$SS" topo down --prefix "$PREFIX" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT INT TERM
+
+"$SS" topo down --prefix "$PREFIX" >/dev/null 2>&1 || true
+echo "[demo] creating hosts ${PREFIX}-h1 and ${PREFIX}-h2 (DCTCP, ECN on)"
+PORTS=$("$SS" topo up --hosts 2 --prefix "$PREFIX")
+H1=${PREFIX}-h1
+H2=${PREFIX}-h2
+IP2=$(ip netns exec "$H2" ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
+
+echo "[demo] starting: softswitch --ports $PORTS --rate $RATE --aqm $AQM --rtt 250us"
+LOG=$(mktemp -d)
+"$SS" --ports "$PORTS" --rate "$RATE" --aqm "$AQM" --rtt 250us --stats-socket "$SOCK" \
+  >"$LOG/switch.out" 2>"$LOG/switch.err" &
+SW_PID=$!
+for _ in $(seq 100); do grep -q "forwarding between" "$LOG/switch.err" 2>/dev/null && break; sleep 0.1; done
+if ! grep -q "forwarding between" "$LOG/switch.err"; then cat "$LOG/switch.err"; exit 1; fi
+cat "$LOG/switch.err"
+
+ip netns exec "$H1" ping -c 3 -i 0.2 "$IP2" | tail -2
+ip netns exec "$H2" iperf3 -s -1 -D
+sleep 0.3
+ip netns exec "$H1" nstat -n
+echo "[demo] iperf3 $H1 -> $H2 for ${SECS}s"
+ip netns exec "$H1" iperf3 -c "$IP2" -t "$SECS" -i 2 &
+IPERF=$!
+sleep 2
+echo "[demo] the sender's socket (ss -tino): congestion control and ECN"
+ip netns exec "$H1" ss -tino dst "$IP2" | grep -E -o "(bpf_)?dctcp|ecn[a-z]*|cwnd:[0-9]+|rtt:[0-9./]+" | sort -u | tr '\n' ' '; echo
+echo "[demo] the switch, live (softswitch stats --socket $SOCK):"
+"$SS" stats --socket "$SOCK" | head -4
+wait $IPERF
+echo "[demo] the sender's TCP counters (nstat):"
+ip netns exec "$H1" nstat | grep -E "TcpExtTCPDeliveredCE|TcpRetransSegs|TcpExtTCPTimeouts|TcpOutSegs" || true
+kill -INT "$SW_PID"; wait "$SW_PID" || true; SW_PID=
+echo "[demo] the switch's counters at exit:"
+cat "$LOG/switch.out"
+rm -rf "$LOG"
