@@ -168,6 +168,12 @@ pub struct RunArgs {
     /// UMEM frames shared by all ports (4 KiB each).
     #[arg(long)]
     pub frames: Option<u32>,
+    /// Write a queue time series (CSV: backlog, dequeued bytes, marks, drops per queue) to this file.
+    #[arg(long)]
+    pub timeseries: Option<PathBuf>,
+    /// Sampling interval of --timeseries (default 1ms; down to 100us).
+    #[arg(long)]
+    pub ts_interval: Option<String>,
     /// Print counters as JSON on exit.
     #[arg(long)]
     pub json: bool,

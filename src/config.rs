@@ -220,6 +220,8 @@ pub struct Settings {
     pub ageing_ns: Nanos,
     /// Print JSON counters on exit.
     pub json: bool,
+    /// Queue time-series CSV file and its sampling interval.
+    pub timeseries: Option<(std::path::PathBuf, Nanos)>,
 }
 
 impl Settings {
@@ -487,6 +489,19 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         duration_ns,
         ageing_ns: time_setting("ageing", file.ageing.as_deref().unwrap_or("300s"))?,
         json: args.json,
+        timeseries: match &args.timeseries {
+            Some(path) => {
+                let iv = time_setting("ts-interval", args.ts_interval.as_deref().unwrap_or("1ms"))?;
+                if iv < 100_000 {
+                    return Err(ConfigError::Invalid(format!(
+                        "--ts-interval {}: the shortest sampling interval is 100us",
+                        units::fmt_duration(iv)
+                    )));
+                }
+                Some((path.clone(), iv))
+            }
+            None => None,
+        },
     })
 }
 
@@ -630,6 +645,15 @@ mod tests {
         assert!(e(&["--ports", "a", "--port-delay", "zz=5us"]).contains("not one of --ports"));
         assert!(e(&["--ports", "a", "--sched", "fifo"]).contains("sp"));
         assert!(e(&["--ports", "a", "--aqm", "pie"]).contains("pie"));
+        assert!(e(&[
+            "--ports",
+            "a",
+            "--timeseries",
+            "x.csv",
+            "--ts-interval",
+            "10us"
+        ])
+        .contains("100us"));
     }
 
     #[test]

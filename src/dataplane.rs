@@ -169,6 +169,21 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         }
     };
 
+    let ts_writer = match &settings.timeseries {
+        Some((path, _)) => Some(
+            crate::timeseries::Writer::create(path)
+                .with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let ts_interval = settings.timeseries.as_ref().map_or(Nanos::MAX, |t| t.1);
+    let mut ts_batch: Vec<crate::timeseries::Sample> = Vec::with_capacity(4096);
+    let mut next_sample = if settings.timeseries.is_some() {
+        0
+    } else {
+        Nanos::MAX
+    };
+
     let start = Instant::now();
     let clock = || start.elapsed().as_nanos() as Nanos;
     let mut batch = [(0u64, 0u32); RX_BATCH];
@@ -218,7 +233,16 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             }
         }
 
+        if now >= next_sample {
+            crate::timeseries::sample(&sw, now, &mut ts_batch);
+            next_sample = next_sample.saturating_add(ts_interval).max(now);
+        }
         if now >= next_publish {
+            if let Some(w) = &ts_writer {
+                if !ts_batch.is_empty() {
+                    w.send(std::mem::replace(&mut ts_batch, Vec::with_capacity(4096)));
+                }
+            }
             let acc = umem.accounting();
             published.set(snapshot(&sw, &names, now, Some(&acc)).to_string());
             next_publish = now + PUBLISH_EVERY;
@@ -270,6 +294,12 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             break;
         }
         std::thread::yield_now();
+    }
+    if let Some(w) = ts_writer {
+        if !ts_batch.is_empty() {
+            w.send(ts_batch);
+        }
+        w.finish().context("writing the time series")?;
     }
     let acc = umem.accounting();
     let snap = snapshot(&sw, &names, now, Some(&acc));

@@ -22,6 +22,7 @@ pub mod sched;
 pub mod shaper;
 pub mod stats;
 pub mod switch;
+pub mod timeseries;
 pub mod topo;
 pub mod traffic;
 pub mod units;
