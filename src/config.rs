@@ -35,6 +35,8 @@ pub const DEFAULT_RTT: &str = "250us";
 pub const DEFAULT_RATE: &str = "1gbit";
 /// Default shared buffer per port (TCN testbed: 96 KB per port at 1 Gbit/s).
 pub const DEFAULT_BUFFER: &str = "96kb";
+/// Default link time a busy port may make up when the poll loop was late (see `shaper`).
+pub const DEFAULT_CATCHUP: &str = "200us";
 /// IP MTU assumed for AQM defaults and buffer checks.
 pub const MTU: u32 = 1500;
 
@@ -62,6 +64,8 @@ pub struct FileConfig {
     pub bucket: Option<String>,
     /// Per-frame overhead counted against the rate, bytes.
     pub overhead: Option<u32>,
+    /// Link time a busy port may make up after the poll loop was late.
+    pub catchup: Option<String>,
     /// Shared buffer per port.
     pub buffer: Option<String>,
     /// Per-queue limit.
@@ -342,6 +346,10 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         Some(b) => size_setting("bucket", b)?,
         None => shaper::DEFAULT_BUCKET_BYTES,
     };
+    let catchup_ns = time_setting(
+        "catchup",
+        pick(&args.catchup, &file.catchup, DEFAULT_CATCHUP),
+    )?;
     let queue_limit = match args.queue_limit.as_ref().or(file.queue_limit.as_ref()) {
         Some(s) => Some(size_setting("queue-limit", s)?),
         None => None,
@@ -434,6 +442,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             not_ect,
             mark_every: args.mark_every.or(file.mark_every),
             mtu_frame_bytes: MTU + 14,
+            catchup_ns,
         };
         port.validate()
             .map_err(|e| ConfigError::Invalid(format!("port {name}: {e}")))?;

@@ -11,6 +11,16 @@
 //! Units: credit is kept in picoseconds of transmission time so that 64-byte
 //! frames at 10–100 Gbit/s cost an exact integer amount.
 //!
+//! **Catch-up** (software only): a busy-polling switch thread is sometimes late
+//! — a kick that runs the receiver's TCP stack, or a preempted CPU — and with a
+//! 2.5 KB bucket every late microsecond would be link time lost for good, so a
+//! `1gbit` port would carry far less than 1 Gbit/s. A real link keeps sending
+//! while its queue is non-empty. So while the port is *busy* (holds packets),
+//! credit may accrue beyond the bucket up to `catchup` worth of link time; the
+//! moment the port is idle the cap is the bucket again. With `catchup = 0`
+//! this is exactly the prototype's token bucket. Over any interval the port
+//! sends at most `max(bucket, catchup·rate) + rate·t`.
+//!
 //! `overhead` is the per-frame wire overhead counted against the rate:
 //! 24 bytes by default (preamble + SFD 8, FCS 4, inter-frame gap 12), so a
 //! `1gbit` port carries what a real 1 GbE link carries.
@@ -32,6 +42,8 @@ pub struct TokenBucket {
     bucket_bytes: u64,
     overhead: u32,
     bucket_ps: u128,
+    catchup_ps: u128,
+    busy: bool,
     tokens_ps: u128,
     last_ns: Nanos,
 }
@@ -44,6 +56,8 @@ impl TokenBucket {
             bucket_bytes,
             overhead,
             bucket_ps: 0,
+            catchup_ps: 0,
+            busy: false,
             tokens_ps: 0,
             last_ns: now,
         };
@@ -81,12 +95,37 @@ impl TokenBucket {
         self.cost_ps(len as u64 + self.overhead as u64)
     }
 
+    /// Lets credit build up to `catchup_ns` of link time while the port is busy.
+    pub fn with_catchup(mut self, catchup_ns: Nanos) -> Self {
+        self.catchup_ps = catchup_ns as u128 * PS_PER_NS;
+        self
+    }
+
+    fn cap(&self) -> u128 {
+        if self.busy {
+            self.bucket_ps.max(self.catchup_ps)
+        } else {
+            self.bucket_ps
+        }
+    }
+
     fn refill(&mut self, now: Nanos) {
         if now > self.last_ns {
             let add = (now - self.last_ns) as u128 * PS_PER_NS;
-            self.tokens_ps = (self.tokens_ps + add).min(self.bucket_ps);
+            self.tokens_ps = (self.tokens_ps + add).min(self.cap());
             self.last_ns = now;
         }
+    }
+
+    /// The port became busy (holds packets) or idle at `now`. Credit up to
+    /// `now` accrues under the old state; an idle port keeps at most a bucket.
+    pub fn set_busy(&mut self, busy: bool, now: Nanos) {
+        if busy == self.busy {
+            return;
+        }
+        self.refill(now);
+        self.busy = busy;
+        self.tokens_ps = self.tokens_ps.min(self.cap());
     }
 
     /// Takes credit for a `len`-byte frame if the bucket holds enough at `now`.
@@ -110,7 +149,7 @@ impl TokenBucket {
             return now;
         }
         let elapsed = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
-        let have = (self.tokens_ps + elapsed).min(self.bucket_ps);
+        let have = (self.tokens_ps + elapsed).min(self.cap());
         let need = self.frame_cost_ps(len);
         if have >= need {
             now
@@ -124,9 +163,9 @@ impl TokenBucket {
         !self.is_shaping() || self.frame_cost_ps(len) <= self.bucket_ps
     }
 
-    /// Debug-build check: credit never exceeds the bucket.
+    /// Debug-build check: credit never exceeds the cap (the bucket when idle).
     pub fn invariants(&self) {
-        debug_assert!(self.tokens_ps <= self.bucket_ps);
+        debug_assert!(self.tokens_ps <= self.cap());
     }
 }
 
@@ -193,6 +232,46 @@ mod tests {
         }
         // No fractional credit is lost to rounding: last send at 70400 − 160 ns.
         assert_eq!(now, 70_400 - 160);
+    }
+
+    #[test]
+    fn busy_port_catches_up_idle_port_does_not() {
+        // 1 Gbit/s, 2500 B bucket, 100 µs catch-up (12.5 KB), no overhead.
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0).with_catchup(100 * US);
+        tb.set_busy(true, 0);
+        assert!(tb.try_take(1500, 0));
+        assert!(tb.try_take(1000, 0));
+        // The poll loop is 50 µs late: a busy link would have sent 6250 B.
+        assert_eq!(tb.ready_at(1500, 50 * US), 50 * US);
+        let mut sent = 0;
+        while tb.try_take(1250, 50 * US) {
+            sent += 1250;
+        }
+        assert_eq!(sent, 6_250);
+        // Late by 1 ms: only 100 µs worth (12.5 KB) is made up.
+        let mut sent = 0;
+        while tb.try_take(1250, 1_050 * US) {
+            sent += 1250;
+        }
+        assert_eq!(sent, 12_500);
+        tb.invariants();
+        // Idle: back to one bucket, however long.
+        tb.set_busy(false, 1_050 * US);
+        let mut sent = 0;
+        while tb.try_take(500, 5_000 * US) {
+            sent += 500;
+        }
+        assert_eq!(sent, 2_500);
+    }
+
+    #[test]
+    fn going_idle_clamps_credit_to_the_bucket() {
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0).with_catchup(100 * US);
+        tb.set_busy(true, 0);
+        tb.set_busy(false, 80 * US); // 10 KB accrued while busy, clamped to 2.5 KB
+        assert!(tb.try_take(2_500, 80 * US));
+        assert!(!tb.try_take(1, 80 * US));
+        tb.invariants();
     }
 
     proptest::proptest! {

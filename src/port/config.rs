@@ -3,7 +3,7 @@
 
 use crate::sched::{SchedConfig, SchedConfigError, MAX_QUEUES};
 use crate::shaper::{TokenBucket, DEFAULT_BUCKET_BYTES, ETHERNET_WIRE_OVERHEAD};
-use crate::units::Rate;
+use crate::units::{Nanos, Rate};
 
 /// Default shared buffer per port: 96 KB, as the TCN testbed at 1 Gbit/s
 /// (tcn.txt §6.1: "Each switch port has a 96KB buffer which is completely
@@ -107,6 +107,9 @@ pub struct PortConfig {
     pub mark_every: Option<u32>,
     /// Largest frame the port carries (bytes, no FCS); larger ones are `TooBig`.
     pub mtu_frame_bytes: u32,
+    /// Link time a busy port may make up after the I/O loop was late (see
+    /// `shaper`); 0 = the prototype's strict token bucket.
+    pub catchup_ns: Nanos,
 }
 
 impl Default for PortConfig {
@@ -123,6 +126,7 @@ impl Default for PortConfig {
             not_ect: NotEctPolicy::Drop,
             mark_every: None,
             mtu_frame_bytes: DEFAULT_MTU_FRAME_BYTES,
+            catchup_ns: 0,
         }
     }
 }

@@ -109,7 +109,8 @@ impl<A: Aqm> EgressPort<A> {
             .min(cfg.buffer_bytes);
         let cap = (per_queue / 64 + 1).min(1024) as usize;
         Ok(EgressPort {
-            tb: TokenBucket::new(cfg.rate, cfg.bucket_bytes, cfg.overhead_bytes, now),
+            tb: TokenBucket::new(cfg.rate, cfg.bucket_bytes, cfg.overhead_bytes, now)
+                .with_catchup(cfg.catchup_ns),
             classify: cfg.classifier.table(cfg.queues),
             queues: Queues {
                 q: (0..cfg.queues)
@@ -184,6 +185,9 @@ impl<A: Aqm> EgressPort<A> {
         self.queues.nonempty |= 1 << q;
         self.backlog_bytes += len as u64;
         self.backlog_pkts += 1;
+        if self.backlog_pkts == 1 {
+            self.tb.set_busy(true, now);
+        }
         self.counters.count(q, |c| {
             c.enqueued.add(len);
             c.grow(len);
@@ -219,6 +223,9 @@ impl<A: Aqm> EgressPort<A> {
             }
             self.backlog_bytes -= len as u64;
             self.backlog_pkts -= 1;
+            if self.backlog_pkts == 0 {
+                self.tb.set_busy(false, now);
+            }
             self.counters.count(q, |c| c.shrink(len));
             self.sched.commit(q, len, left_empty, now);
 
