@@ -134,6 +134,11 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         }
     }
 
+    // A busy-polling switch on a 2-vCPU machine competes with the hosts and
+    // everything else: ask for a larger CPU share (a dedicated core is better).
+    if let Err(e) = crate::xsk::set_nice(-10) {
+        eprintln!("softswitch: could not raise priority ({e}); expect jitter under load");
+    }
     let mut umem = Umem::new(settings.frames, DEFAULT_FRAME_SIZE).context("creating the UMEM")?;
     let mut xdp = XdpAttachment::attach(&names)?;
     let opts = XskOptions {

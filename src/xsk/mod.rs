@@ -191,5 +191,19 @@ pub fn if_index(name: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
+/// Raises the calling process's CPU priority (nice value `nice`, −20..19) so
+/// the busy-polling data path is preempted less by builds or other load on a
+/// small machine. Lives here because it is a raw syscall, and this module is
+/// where softswitch keeps its `unsafe`.
+pub fn set_nice(nice: i32) -> std::io::Result<()> {
+    // SAFETY: setpriority takes plain integers; `who = 0` means this process.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests;
