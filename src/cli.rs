@@ -59,6 +59,8 @@ pub enum Command {
 pub enum TopoAction {
     /// Create N host namespaces, each with a veth to the switch; prints the port list.
     Up(TopoUpArgs),
+    /// List the topologies `topo up` made that are still there.
+    List,
     /// Remove everything `topo up` made with this prefix.
     Down {
         /// Name prefix used at `up`.

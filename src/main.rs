@@ -19,6 +19,17 @@ fn main() -> ExitCode {
         Some(Command::Topo {
             action: TopoAction::Down { prefix },
         }) => topo_down(&prefix),
+        Some(Command::Topo {
+            action: TopoAction::List,
+        }) => {
+            for t in topo::list() {
+                println!(
+                    "{}\t{} hosts\tcc {}\tmade by pid {}",
+                    t.prefix, t.hosts, t.cc, t.pid
+                );
+            }
+            Ok(())
+        }
         Some(Command::Stats { socket, json }) => show_stats(&socket, json),
         None => run_switch(&cli.run),
     };
