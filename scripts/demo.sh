@@ -52,7 +52,12 @@ ip netns exec "$H1" iperf3 -c "$IP2" -t "$SECS" -i 2 &
 IPERF=$!
 sleep 2
 echo "[demo] the sender's socket (ss -tino): congestion control and ECN"
-ip netns exec "$H1" ss -tino dst "$IP2" | grep -E -o "(bpf_)?dctcp|ecn[a-z]*|cwnd:[0-9]+|rtt:[0-9./]+" | sort -u | tr '\n' ' '; echo
+# The data connection is the one with the most bytes sent; show its cc, ECN, cwnd, RTT.
+ip netns exec "$H1" ss -tinoH dst "$IP2" | python3 -c '
+import re, sys
+conns = sys.stdin.read().split("\nESTAB")
+best = max(conns, key=lambda c: int((re.search(r"bytes_sent:(\d+)", c) or [0, 0])[1]))
+print(" ".join(re.findall(r"(?:bpf_)?dctcp|\becn\w*|cwnd:\d+|rtt:[\d./]+", best)))'
 echo "[demo] the switch, live (softswitch stats --socket $SOCK):"
 "$SS" stats --socket "$SOCK" | head -4
 wait $IPERF
