@@ -212,8 +212,8 @@ pub struct Settings {
     pub ports: Vec<PortSettings>,
     /// Run over interfaces with the default route.
     pub force: bool,
-    /// UMEM frames.
-    pub frames: u32,
+    /// UMEM frames (None: sized from the ports, see `dataplane::frames_needed`).
+    pub frames: Option<u32>,
     /// Seed for random AQM decisions.
     pub seed: u64,
     /// Stats socket.
@@ -485,10 +485,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
     Ok(Settings {
         ports: out,
         force: args.force,
-        frames: args
-            .frames
-            .or(file.frames)
-            .unwrap_or(crate::xsk::DEFAULT_FRAMES),
+        frames: args.frames.or(file.frames),
         seed: args.seed.or(file.seed).unwrap_or(1),
         stats_socket: args
             .stats_socket

@@ -45,6 +45,36 @@ pub struct RunReport {
     pub accounting: FrameAccounting,
 }
 
+/// Ring sizes: RX small (frames waiting there are queued where no AQM sees
+/// them) but large enough not to overflow while the loop is briefly away.
+fn ring_options() -> XskOptions {
+    XskOptions {
+        rx_size: 1024,
+        fill_size: 1024,
+        tx_size: 1024,
+        comp_size: 1024,
+        ..XskOptions::default()
+    }
+}
+
+/// Frames the UMEM needs so that no ring or queue ever waits for one: every
+/// socket's fill and TX rings full, every port's buffer full of minimum-size
+/// frames (at most 8192 per port), every wire full at line rate, plus slack
+/// for flooding and frames waiting for a TX slot.
+pub fn frames_needed(settings: &Settings, sockets: u32, opts: &XskOptions) -> u32 {
+    let rings = sockets as u64 * (opts.fill_size + opts.tx_size) as u64;
+    let ports: u64 = settings
+        .ports
+        .iter()
+        .map(|p| {
+            let buffer = (p.port.buffer_bytes / 64).min(8192);
+            let wire = (p.port.rate.bytes_in(p.delay_ns) / 64).min(65_536);
+            buffer + wire
+        })
+        .sum();
+    (rings + ports + 1024).min(u32::MAX as u64) as u32
+}
+
 /// Number of RX queues of an interface (one AF_XDP socket each).
 fn rx_queues(name: &str) -> u32 {
     std::fs::read_dir(format!("/sys/class/net/{name}/queues"))
@@ -139,15 +169,22 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     if let Err(e) = crate::xsk::set_nice(-10) {
         eprintln!("softswitch: could not raise priority ({e}); expect jitter under load");
     }
-    let mut umem = Umem::new(settings.frames, DEFAULT_FRAME_SIZE).context("creating the UMEM")?;
-    let mut xdp = XdpAttachment::attach(&names)?;
-    let opts = XskOptions {
-        rx_size: 1024,
-        fill_size: 2048,
-        tx_size: 2048,
-        comp_size: 2048,
-        ..XskOptions::default()
+    let opts = ring_options();
+    let sockets: u32 = names.iter().map(|n| rx_queues(n)).sum();
+    let needed = frames_needed(settings, sockets, &opts);
+    let frames = match settings.frames {
+        Some(f) if f < needed => {
+            eprintln!(
+                "softswitch: warning: --frames {f} is below the {needed} this configuration can hold \
+                 (rings + buffers + wires); expect no_frame drops and empty fill rings"
+            );
+            f
+        }
+        Some(f) => f,
+        None => needed.max(crate::xsk::DEFAULT_FRAMES),
     };
+    let mut umem = Umem::new(frames, DEFAULT_FRAME_SIZE).context("creating the UMEM")?;
+    let mut xdp = XdpAttachment::attach(&names)?;
     let mut socks: Vec<Vec<XskSocket>> = Vec::with_capacity(names.len());
     for (port, name) in names.iter().enumerate() {
         let mut v = Vec::new();
@@ -315,4 +352,31 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         snapshot: snap,
         accounting: acc,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn settings(args: &[&str]) -> Settings {
+        let mut v = vec!["softswitch"];
+        v.extend_from_slice(args);
+        crate::config::resolve(&crate::cli::Cli::try_parse_from(v).unwrap().run).unwrap()
+    }
+
+    #[test]
+    fn umem_is_sized_for_rings_buffers_and_wires() {
+        let opts = ring_options();
+        // 2 ports, one socket each, 96 KB buffers, no delay: 2·2048 + 2·1536 + 1024.
+        let s = settings(&["--ports", "a,b"]);
+        assert_eq!(frames_needed(&s, 2, &opts), 4096 + 3072 + 1024);
+        // 9 ports: more than the 16384 default, so every fill ring can be full.
+        let nine = ["p1,p2,p3,p4,p5,p6,p7,p8,p9"];
+        let s = settings(&["--ports", nine[0]]);
+        assert_eq!(frames_needed(&s, 9, &opts), 9 * 2048 + 9 * 1536 + 1024);
+        // A 1 ms wire at 10 Gbit/s holds 1.25 MB: 19531 minimum-size frames.
+        let s = settings(&["--ports", "a", "--rate", "10gbit", "--delay", "1ms"]);
+        assert_eq!(frames_needed(&s, 1, &opts), 2048 + 1536 + 19_531 + 1024);
+    }
 }
