@@ -54,6 +54,9 @@ pub mod poisson;
 pub mod proto;
 pub mod record;
 pub mod server;
+// The traffic generator's few socket options and poll(2) calls that std does
+// not offer; each `unsafe` block carries a `// SAFETY:` comment.
+#[allow(unsafe_code)]
 pub mod sock;
 pub mod summary;
 
