@@ -4,7 +4,7 @@
 //! clock — [`wire`] (packet views), [`bridge`] (L2 learning), [`port`] (egress
 //! queues, buffer, scheduler, AQM, shaper), [`aqm`], [`sched`], [`shaper`],
 //! [`delay`] — and the Linux layer around it: the XDP program loader and the
-//! AF_XDP sockets (`xsk`, the only module with `unsafe`), the data-path loop,
+//! AF_XDP sockets (`xsk`, which holds the `unsafe` code with the traffic generator's `traffic::sock`), the data-path loop,
 //! host namespaces and the command line.
 
 #![deny(unsafe_code)]
