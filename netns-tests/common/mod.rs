@@ -316,3 +316,307 @@ pub fn tcp_ext_counter(host: &Host, name: &str) -> u64 {
     }
     panic!("no TcpExt counter {name}");
 }
+
+// ---------------------------------------------------------------------------
+// The real switch (tests/switch.rs, tests/queues.rs).
+
+/// Tests that run a switch (which busy-polls a whole CPU) or measure
+/// throughput run one at a time within a test binary: with
+/// `--test-threads=2` on a 2-vCPU machine, two switches at once would starve
+/// each other and the hosts. Poison-tolerant: a failed test does not fail
+/// the ones after it.
+static SWITCH_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes the per-binary "one switch at a time" lock.
+pub fn switch_serial() -> std::sync::MutexGuard<'static, ()> {
+    SWITCH_SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lines a child wrote to a pipe, collected by a thread.
+#[derive(Clone, Default)]
+struct Lines(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Lines {
+    fn collect(pipe: impl Read + Send + 'static) -> (Self, std::thread::JoinHandle<()>) {
+        use std::io::BufRead;
+        let lines = Lines::default();
+        let l = lines.clone();
+        let h = std::thread::spawn(move || {
+            let mut r = std::io::BufReader::new(pipe);
+            let mut line = String::new();
+            while matches!(r.read_line(&mut line), Ok(n) if n > 0) {
+                l.0.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_str(&line);
+                line.clear();
+            }
+        });
+        (lines, h)
+    }
+    fn text(&self) -> String {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// What a switch process left when it ended.
+#[derive(Debug)]
+pub struct SwitchExit {
+    /// Exit status (None: killed by a signal).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl SwitchExit {
+    /// The `--json` counters printed on stdout at exit.
+    pub fn json(&self) -> serde_json::Value {
+        let start = self.stdout.find('{').unwrap_or_else(|| {
+            panic!(
+                "no JSON counters on stdout\nstdout:\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        });
+        serde_json::from_str(&self.stdout[start..]).unwrap_or_else(|e| {
+            panic!(
+                "bad JSON counters ({e})\nstdout:\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Asserts a clean exit (status 0) with every UMEM frame returned;
+    /// returns the JSON counters.
+    pub fn assert_clean(&self) -> serde_json::Value {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "switch did not exit 0\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        let j = self.json();
+        let umem = &j["umem"];
+        assert_eq!(umem["balanced"], true, "UMEM not balanced: {umem}");
+        assert_eq!(umem["held_by_app"], 0, "UMEM frames leaked: {umem}");
+        j
+    }
+}
+
+/// A running `softswitch` (root namespace, ports = the hosts' switch-side
+/// veths). Dropping it SIGINTs it, then SIGKILLs it after 3 s, and removes
+/// its stats socket.
+pub struct SwitchProc {
+    child: Option<Child>,
+    stdout: Lines,
+    stderr: Lines,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    /// Its `--stats-socket`.
+    pub socket: String,
+}
+
+/// Path of the stats socket for a switch of topology `prefix` (`tag`
+/// distinguishes several switches of one test).
+pub fn stats_socket(prefix: &str, tag: &str) -> String {
+    format!("/run/softswitch/{prefix}{tag}.sock")
+}
+
+impl SwitchProc {
+    /// Starts the switch on `ports` with `args` (plus `--json`,
+    /// `--stats-socket` and a `--duration` safety bound of `bound`), and
+    /// waits until it says "forwarding between". Panics (with its stderr)
+    /// if it exits or takes longer than 15 s to get there.
+    pub fn start(ports: &[String], args: &[&str], socket: &str, bound: Duration) -> Self {
+        let mut sw = Self::spawn(ports, args, socket, bound);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if sw.stderr.text().contains("forwarding between") {
+                return sw;
+            }
+            if let Some(exit) = sw.try_exit() {
+                panic!("switch exited before forwarding: {exit:?}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switch not forwarding after 15 s; stderr:\n{}",
+                sw.stderr.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Spawns the switch without waiting for anything.
+    pub fn spawn(ports: &[String], args: &[&str], socket: &str, bound: Duration) -> Self {
+        let bound = format!("{}ms", bound.as_millis());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_softswitch"));
+        cmd.arg("--ports")
+            .arg(ports.join(","))
+            .args(args)
+            .args(["--json", "--stats-socket", socket, "--duration", &bound])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let (stdout, h1) = Lines::collect(child.stdout.take().expect("piped"));
+        let (stderr, h2) = Lines::collect(child.stderr.take().expect("piped"));
+        SwitchProc {
+            child: Some(child),
+            stdout,
+            stderr,
+            readers: vec![h1, h2],
+            socket: socket.to_owned(),
+        }
+    }
+
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// What it wrote on stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        self.stderr.text()
+    }
+
+    fn finish(&mut self, status: std::process::ExitStatus) -> SwitchExit {
+        self.child = None;
+        for h in self.readers.drain(..) {
+            let _ = h.join();
+        }
+        SwitchExit {
+            code: status.code(),
+            stdout: self.stdout.text(),
+            stderr: self.stderr.text(),
+        }
+    }
+
+    /// The exit, if it has exited.
+    pub fn try_exit(&mut self) -> Option<SwitchExit> {
+        let status = self.child.as_mut()?.try_wait().expect("try_wait")?;
+        Some(self.finish(status))
+    }
+
+    /// Waits up to `timeout` for it to exit on its own; panics if it does not.
+    pub fn wait_exit(&mut self, timeout: Duration) -> SwitchExit {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(e) = self.try_exit() {
+                return e;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "switch still running after {timeout:?}; stderr:\n{}",
+                self.stderr.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends `sig` to it.
+    pub fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill(2) on the pid of our own, not yet reaped, child.
+            unsafe {
+                libc::kill(c.id() as i32, sig);
+            }
+        }
+    }
+
+    /// SIGINTs it and waits (up to 10 s) for its exit report.
+    pub fn stop(mut self) -> SwitchExit {
+        self.signal(libc::SIGINT);
+        self.wait_exit(Duration::from_secs(10))
+    }
+}
+
+impl Drop for SwitchProc {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.signal(libc::SIGINT);
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(Some(_)))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if let Some(c) = self.child.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            self.child = None;
+        }
+        for h in self.readers.drain(..) {
+            let _ = h.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Interfaces among `ifs` that have an XDP program attached, from
+/// `ip -d link show` (the attachment shows as `xdp`/`prog/xdp`).
+pub fn xdp_attached(ifs: &[String]) -> Vec<String> {
+    ifs.iter()
+        .filter(|i| {
+            let out = Command::new("ip")
+                .args(["-d", "link", "show", "dev", i])
+                .output()
+                .expect("ip link show");
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.contains("prog/xdp") || text.split_whitespace().any(|w| w.starts_with("xdp"))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Waits up to `timeout` until no interface of `ifs` has XDP attached;
+/// returns those that still have it.
+pub fn wait_no_xdp(ifs: &[String], timeout: Duration) -> Vec<String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = xdp_attached(ifs);
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Goodput at the receiver, bit/s, from an `iperf3 -J` client's output
+/// (`end.sum_received.bits_per_second`).
+pub fn iperf_receiver_bps(json: &str) -> f64 {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .unwrap_or_else(|e| panic!("iperf3 -J output is not JSON ({e}): {json}"));
+    if let Some(err) = v.get("error") {
+        panic!("iperf3 failed: {err}");
+    }
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no end.sum_received.bits_per_second in {json}"))
+}
+
+/// Retransmits from an `iperf3 -J` client's output (`end.sum_sent.retransmits`).
+pub fn iperf_retransmits(json: &str) -> u64 {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    v["end"]["sum_sent"]["retransmits"].as_u64().unwrap_or(0)
+}
+
+/// Waits until something listens on TCP `port` in `host` (an iperf3 server
+/// just spawned), up to 5 s.
+pub fn wait_listening(host: &Host, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let pat = format!(":{port} ");
+    loop {
+        let out = run_ok(&mut host.exec(&["ss", "-Htln"]));
+        if out.lines().any(|l| l.contains(&pat)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing listens on port {port} in {} after 5 s",
+            host.ns
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
