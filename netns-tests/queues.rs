@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    iperf_receiver_bps, iperf_retransmits, ping, skip_unless_root, skip_unless_tools, stats_socket,
-    switch_serial, wait_listening, SwitchProc, TestTopo,
+    iperf_receiver_bps, iperf_retransmits, measure, ping, skip_unless_root, skip_unless_tools,
+    stats_socket, switch_serial, wait_listening, CpuUse, CpuWatch, SwitchProc, TestTopo,
 };
 
 /// Seconds each class sends.
@@ -37,7 +37,7 @@ impl Shares {
 /// h1 (class A: 1 flow, `-S 0x20`) and h2 (class B: `-P 4`, DSCP 0) send
 /// to h3 at once for [`SECS`] s through a switch whose ports run `sched`
 /// over 2 queues with DSCP 8 → queue 1 (DSCP 0 → queue 0).
-fn two_classes(sched: &[&str]) -> Shares {
+fn two_classes(sched: &[&str]) -> (Shares, CpuUse) {
     let mut t = TestTopo::new(3);
     let mut args = vec![
         "--rate",
@@ -69,11 +69,13 @@ fn two_classes(sched: &[&str]) -> Shares {
     a.extend_from_slice(&common);
     let mut b = vec!["iperf3", "-c", &dst, "-p", "5202", "-P", "4"];
     b.extend_from_slice(&common);
+    let watch = CpuWatch::start(sw.pid());
     let ca = t.spawn(0, &a);
     let cb = t.spawn(1, &b);
     let timeout = Duration::from_secs(SECS as u64 + 20);
     let out_a = t.wait(ca, timeout);
     let out_b = t.wait(cb, timeout);
+    let cpu = watch.read();
     let exit = sw.stop();
     let j = exit.assert_clean();
     let q = &j["ports"][2]["egress"]["queues"];
@@ -89,7 +91,7 @@ fn two_classes(sched: &[&str]) -> Shares {
     };
     eprintln!(
         "{sched:?}: class A (q1, 1 flow) {:.1} Mbit/s, {} retx; class B (q0, 4 flows) {:.1} Mbit/s, {} retx; \
-         A share {:.1} %; switch q0 {} B q1 {} B (q1 share {:.1} %); port 2 drops {} marks {}",
+         A share {:.1} %; switch q0 {} B q1 {} B (q1 share {:.1} %); port 2 drops {} marks {}; {cpu}",
         s.a_bps / 1e6,
         iperf_retransmits(&out_a),
         s.b_bps / 1e6,
@@ -101,7 +103,7 @@ fn two_classes(sched: &[&str]) -> Shares {
         j["ports"][2]["egress"]["port"]["dropped"],
         j["ports"][2]["egress"]["port"]["marked"],
     );
-    s
+    (s, cpu)
 }
 
 #[test]
@@ -112,22 +114,22 @@ fn dwrr_shares_two_classes() {
     }
     let _serial = switch_serial();
     // Equal quanta: each class half the port, although B has 4 flows to A's 1.
-    let s = two_classes(&["--sched", "dwrr"]);
+    let (s, cpu) = measure(name, 3, || two_classes(&["--sched", "dwrr"]));
     let total = s.a_bps + s.b_bps;
     assert!(
         total > 0.85e9,
-        "the two classes together got only {:.1} Mbit/s of 1 Gbit/s: {s:?}",
+        "the two classes together got only {:.1} Mbit/s of 1 Gbit/s: {s:?}; {cpu}",
         total / 1e6
     );
     assert!(
         (0.4..=0.6).contains(&s.a_share()),
-        "DWRR: class A got {:.1} % (expected 50 ± 10 %): {s:?}",
+        "DWRR: class A got {:.1} % (expected 50 ± 10 %): {s:?}; {cpu}",
         s.a_share() * 100.0
     );
     // The switch's own per-queue bytes (whole run, incl. slow start) agree.
     assert!(
         (0.4..=0.6).contains(&s.queue1_share()),
-        "DWRR: queue 1 dequeued {:.1} % of the bytes: {s:?}",
+        "DWRR: queue 1 dequeued {:.1} % of the bytes: {s:?}; {cpu}",
         s.queue1_share() * 100.0
     );
 }
@@ -140,28 +142,30 @@ fn strict_priority_queue_takes_the_port() {
     }
     let _serial = switch_serial();
     // Queue 0 (class B, DSCP 0, 4 flows) strictly above queue 1.
-    let s = two_classes(&["--sched", "sp", "--strict", "0"]);
+    let (s, cpu) = measure(name, 3, || two_classes(&["--sched", "sp", "--strict", "0"]));
     assert!(
         1.0 - s.a_share() >= 0.9,
-        "SP: strict queue 0 (class B) got only {:.1} %: {s:?}",
+        "SP: strict queue 0 (class B) got only {:.1} %: {s:?}; {cpu}",
         (1.0 - s.a_share()) * 100.0
     );
     assert!(
         1.0 - s.queue1_share() >= 0.9,
-        "SP: switch dequeued only {:.1} % from strict queue 0: {s:?}",
+        "SP: switch dequeued only {:.1} % from strict queue 0: {s:?}; {cpu}",
         (1.0 - s.queue1_share()) * 100.0
     );
     // And the other way round: the single flow of class A in the strict
     // queue 1 beats the 4 flows of class B.
-    let s = two_classes(&["--sched", "sp", "--strict", "1,0"]);
+    let (s, cpu) = measure(name, 3, || {
+        two_classes(&["--sched", "sp", "--strict", "1,0"])
+    });
     assert!(
         s.a_share() >= 0.9,
-        "SP: strict queue 1 (class A, 1 flow) got only {:.1} %: {s:?}",
+        "SP: strict queue 1 (class A, 1 flow) got only {:.1} %: {s:?}; {cpu}",
         s.a_share() * 100.0
     );
     assert!(
         s.queue1_share() >= 0.9,
-        "SP: switch dequeued only {:.1} % from strict queue 1: {s:?}",
+        "SP: switch dequeued only {:.1} % from strict queue 1: {s:?}; {cpu}",
         s.queue1_share() * 100.0
     );
 }

@@ -11,9 +11,9 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use common::{
-    iperf_receiver_bps, iperf_retransmits, ping, run_ok, skip_unless_root, skip_unless_tools,
-    stats_socket, switch_serial, tcp_ext_counter, wait_listening, wait_no_xdp, xdp_attached,
-    SwitchProc, TestTopo,
+    iperf_receiver_bps, iperf_retransmits, measure, ping, run_ok, skip_unless_root,
+    skip_unless_tools, stats_socket, switch_serial, tcp_ext_counter, wait_listening, wait_no_xdp,
+    xdp_attached, CpuUse, CpuWatch, SwitchProc, TestTopo,
 };
 use softswitch::topo::Host;
 
@@ -222,6 +222,36 @@ fn dctcp_transfer_negotiates_ecn() {
     assert!(bps > 100e6, "goodput only {:.1} Mbit/s", bps / 1e6);
 }
 
+/// One 10 s transfer h1 -> h2 through a switch at `--rate 500mbit` with
+/// `aqm`: receiver goodput (bit/s, slow start omitted), the switch's CPU
+/// use during the transfer, and a summary of its counters.
+fn shaped_run(aqm: &str) -> ((f64, String), CpuUse) {
+    let mut t = TestTopo::new(2);
+    let sw = switch(
+        &t,
+        "",
+        &["--rate", "500mbit", "--aqm", aqm],
+        Duration::from_secs(40),
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let watch = CpuWatch::start(sw.pid());
+    // -O 1: leave slow start out of the average.
+    let out = iperf(&mut t, 0, 1, 10, &["-O", "1"]);
+    let cpu = watch.read();
+    let bps = iperf_receiver_bps(&out);
+    let exit = sw.stop();
+    let j = exit.assert_clean();
+    let summary = format!(
+        "--aqm {aqm}: goodput {:.1} Mbit/s = {:.1} % of 500 Mbit/s, retransmits {}; {cpu}\n{}",
+        bps / 1e6,
+        bps / 5e6,
+        iperf_retransmits(&out),
+        drops_summary(&j)
+    );
+    eprintln!("{summary}");
+    ((bps, summary), cpu)
+}
+
 #[test]
 fn shaped_goodput_500mbit() {
     let name = "shaped_goodput_500mbit";
@@ -229,40 +259,24 @@ fn shaped_goodput_500mbit() {
         return;
     }
     let _serial = switch_serial();
-    let mut t = TestTopo::new(2);
-    let sw = switch(
-        &t,
-        "",
-        &["--rate", "500mbit", "--aqm", "tcn"],
-        Duration::from_secs(40),
-    );
-    ping(&t.hosts[0], t.hosts[1].ip);
-    // -O 1: leave slow start out of the average.
-    let out = iperf(&mut t, 0, 1, 10, &["-O", "1"]);
-    let bps = iperf_receiver_bps(&out);
-    let exit = sw.stop();
-    let j = exit.assert_clean();
+    // What 500 Mbit/s of wire carries as TCP payload: 1448 B per 1514 B
+    // frame + the 24 B preamble/FCS/gap the shaper counts = 94.1 %.
     let rate = 500e6;
-    // What 500 Mbit/s of wire carries as TCP payload: 1448 B per 1514 B frame
-    // + 24 B preamble/FCS/gap the shaper counts.
-    let ideal = rate * 1448.0 / 1538.0;
-    let share = bps / rate;
-    eprintln!(
-        "{name}: goodput {:.1} Mbit/s = {:.1} % of 500 Mbit/s (payload ceiling {:.1} Mbit/s), retransmits {}\n{}",
-        bps / 1e6,
-        share * 100.0,
-        ideal / 1e6,
-        iperf_retransmits(&out),
-        drops_summary(&j)
-    );
-    assert!(
-        (0.85..=1.0).contains(&share),
-        "goodput {:.1} Mbit/s is {:.1} % of 500 Mbit/s, expected 85–100 %\nswitch stderr:\n{}\n{}",
-        bps / 1e6,
-        share * 100.0,
-        exit.stderr,
-        drops_summary(&j)
-    );
+    for aqm in ["tcn", "droptail"] {
+        let ((bps, summary), cpu) = measure(name, 3, || shaped_run(aqm));
+        let share = bps / rate;
+        assert!(
+            (0.85..=1.0).contains(&share),
+            "goodput {:.1} Mbit/s is {:.1} % of 500 Mbit/s, expected 85–100 % (ideal 94.1 %){}\n{summary}",
+            bps / 1e6,
+            share * 100.0,
+            if cpu.starved() {
+                "; THE SWITCH WAS STARVED OF CPU by other load on this machine"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
 /// A 3 s transfer h1 -> h2 through a switch started with `args`; returns

@@ -620,3 +620,113 @@ pub fn wait_listening(host: &Host, port: u16) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// How much CPU a process got over an interval, and how much it waited for
+/// one: the switch busy-polls, so on a 2-vCPU machine that other work loads
+/// (builds, other tests) it is starved and the shaper loses link time.
+pub struct CpuWatch {
+    pid: u32,
+    t0: Instant,
+    sched0: (u64, u64),
+    psi0: Option<u64>,
+}
+
+/// `/proc/<pid>/schedstat`: ns on CPU, ns waiting on a run queue.
+fn schedstat(pid: u32) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
+    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+}
+
+/// `some ... total=` of /proc/pressure/cpu (µs some task waited for a CPU).
+fn cpu_pressure_us() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("some"))?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+/// What a [`CpuWatch`] saw.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuUse {
+    /// Fraction of the wall time the switch's data-path thread ran.
+    pub ran: f64,
+    /// Fraction of the wall time it was runnable but waiting for a CPU.
+    pub waited: f64,
+    /// Fraction of the wall time some task on the machine waited for a CPU (PSI).
+    pub pressure: Option<f64>,
+}
+
+impl CpuUse {
+    /// The switch waited for a CPU more than 10 % of the time: a goodput
+    /// measurement is then about the machine's load, not the switch.
+    pub fn starved(&self) -> bool {
+        self.waited > 0.10
+    }
+}
+
+impl std::fmt::Display for CpuUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "switch thread ran {:.0} %, waited for a CPU {:.0} % of the time",
+            self.ran * 100.0,
+            self.waited * 100.0
+        )?;
+        if let Some(p) = self.pressure {
+            write!(f, "; machine CPU pressure (PSI some) {:.0} %", p * 100.0)?;
+        }
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        write!(f, "; loadavg {}", load.trim())
+    }
+}
+
+impl CpuWatch {
+    /// Starts watching the main (data-path) thread of `pid`.
+    pub fn start(pid: u32) -> Self {
+        CpuWatch {
+            pid,
+            t0: Instant::now(),
+            sched0: schedstat(pid),
+            psi0: cpu_pressure_us(),
+        }
+    }
+
+    /// Use since `start`.
+    pub fn read(&self) -> CpuUse {
+        let wall = self.t0.elapsed().as_nanos().max(1) as f64;
+        let (run, wait) = schedstat(self.pid);
+        CpuUse {
+            ran: run.saturating_sub(self.sched0.0) as f64 / wall,
+            waited: wait.saturating_sub(self.sched0.1) as f64 / wall,
+            pressure: match (self.psi0, cpu_pressure_us()) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 * 1e3 / wall),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Runs a throughput measurement up to `attempts` times: again only while
+/// the switch was starved of CPU by other load ([`CpuUse::starved`]), so
+/// that a busy machine does not fail a test about the switch. The last
+/// result is returned either way; the caller asserts on it and prints the
+/// CPU use with the failure.
+pub fn measure<T>(
+    what: &str,
+    attempts: usize,
+    mut run: impl FnMut() -> (T, CpuUse),
+) -> (T, CpuUse) {
+    let mut i = 1;
+    loop {
+        let (r, cpu) = run();
+        if !cpu.starved() || i >= attempts {
+            return (r, cpu);
+        }
+        eprintln!("{what}: attempt {i} not counted, the switch was starved: {cpu}");
+        i += 1;
+    }
+}
