@@ -350,6 +350,12 @@ fn kill_9_leaves_no_xdp() {
     sw.signal(libc::SIGKILL);
     let exit = sw.wait_exit(Duration::from_secs(5));
     assert_eq!(exit.code, None, "not killed by the signal: {exit:?}");
+    // Leave its stats socket behind, as a crash does.
+    assert!(
+        std::path::Path::new(&socket).exists(),
+        "no stats socket {socket} while it ran"
+    );
+    sw.socket.clear();
     drop(sw);
     let t0 = Instant::now();
     let left = wait_no_xdp(&ports, Duration::from_secs(3));
