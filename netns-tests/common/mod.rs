@@ -661,10 +661,13 @@ pub struct CpuUse {
 }
 
 impl CpuUse {
-    /// The switch waited for a CPU more than 10 % of the time: a goodput
-    /// measurement is then about the machine's load, not the switch.
+    /// The switch waited for a CPU more than 5 % of the time, or some task
+    /// did for more than half of it: a goodput measurement is then about the
+    /// machine's load as much as about the switch. (On an otherwise idle
+    /// 2-vCPU machine the switch, iperf3 and softirqs alone gave waits of
+    /// up to ~11 % / PSI ~17 %; under parallel builds 20–60 % / PSI > 80 %.)
     pub fn starved(&self) -> bool {
-        self.waited > 0.10
+        self.waited > 0.05 || self.pressure.is_some_and(|p| p > 0.5)
     }
 }
 
@@ -710,23 +713,25 @@ impl CpuWatch {
     }
 }
 
-/// Runs a throughput measurement up to `attempts` times: again only while
-/// the switch was starved of CPU by other load ([`CpuUse::starved`]), so
-/// that a busy machine does not fail a test about the switch. The last
-/// result is returned either way; the caller asserts on it and prints the
-/// CPU use with the failure.
+/// Runs a throughput measurement up to `attempts` times: again only when
+/// its result is not `ok` *and* the switch was starved of CPU by other load
+/// ([`CpuUse::starved`]), so that a busy machine (other builds and tests on
+/// 2 vCPUs) does not fail a test about the switch, while a failure on a
+/// quiet machine fails at once. The last result is returned either way;
+/// the caller asserts on it and prints the CPU use with the failure.
 pub fn measure<T>(
     what: &str,
     attempts: usize,
     mut run: impl FnMut() -> (T, CpuUse),
+    ok: impl Fn(&T) -> bool,
 ) -> (T, CpuUse) {
     let mut i = 1;
     loop {
         let (r, cpu) = run();
-        if !cpu.starved() || i >= attempts {
+        if ok(&r) || !cpu.starved() || i >= attempts {
             return (r, cpu);
         }
-        eprintln!("{what}: attempt {i} not counted, the switch was starved: {cpu}");
+        eprintln!("{what}: attempt {i} failed while the switch was starved, once more: {cpu}");
         i += 1;
     }
 }
