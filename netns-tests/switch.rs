@@ -1,0 +1,446 @@
+//! Root integration tests of the real switch: `softswitch --ports ...` over
+//! the host namespaces of `softswitch::topo`. Skipped unless root.
+//!
+//! Every test that starts a switch holds [`common::switch_serial`]: the
+//! switch busy-polls a CPU, and CI runs `--test-threads=2` on 2 vCPUs.
+
+mod common;
+
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use common::{
+    iperf_receiver_bps, iperf_retransmits, measure, ping, run_ok, skip_unless_root,
+    skip_unless_tools, stats_socket, switch_serial, tcp_ext_counter, wait_listening, wait_no_xdp,
+    xdp_attached, CpuUse, CpuWatch, SwitchProc, TestTopo,
+};
+use softswitch::topo::Host;
+
+/// Starts the switch on all hosts of `t` with `args`; `bound` is the
+/// `--duration` safety bound.
+fn switch(t: &TestTopo, tag: &str, args: &[&str], bound: Duration) -> SwitchProc {
+    SwitchProc::start(&t.switch_ifs(), args, &stats_socket(&t.prefix, tag), bound)
+}
+
+/// `n` of `counters.ports[port].egress.port.<kind>.<reason>.pkts`.
+fn port_count(j: &serde_json::Value, port: usize, kind: &str, reason: &str) -> u64 {
+    j["ports"][port]["egress"]["port"][kind][reason]["pkts"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no ports[{port}].egress.port.{kind}.{reason}.pkts in {j}"))
+}
+
+/// Sum of all drop reasons of every port, for failure messages.
+fn drops_summary(j: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for p in j["ports"].as_array().into_iter().flatten() {
+        let dropped = &p["egress"]["port"]["dropped"];
+        let nonzero: Vec<String> = dropped
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v["pkts"].as_u64().unwrap_or(0) > 0)
+            .map(|(k, v)| format!("{k}={}", v["pkts"]))
+            .collect();
+        out.push_str(&format!(
+            "{}: rx {} tx {} dequeued {} drops [{}] marks {} sojourn {}\n",
+            p["name"],
+            p["io"]["rx_packets"],
+            p["io"]["tx_packets"],
+            p["egress"]["port"]["dequeued"]["pkts"],
+            nonzero.join(" "),
+            p["egress"]["port"]["marked"],
+            p["egress"]["port"]["sojourn"],
+        ));
+    }
+    out
+}
+
+/// An IPv6 address of `host`'s eth0 with `scope` (`link` or `global`).
+fn ipv6_addr(host: &Host, scope: &str) -> Option<String> {
+    let out = run_ok(&mut host.exec(&[
+        "ip",
+        "-6",
+        "-o",
+        "addr",
+        "show",
+        "dev",
+        &host.host_if,
+        "scope",
+        scope,
+    ]));
+    out.split_whitespace()
+        .skip_while(|w| *w != "inet6")
+        .nth(1)
+        .map(|a| a.split('/').next().unwrap_or(a).to_owned())
+}
+
+/// Runs `iperf3 -c` from `from` to `to` for `secs` seconds with `-J` plus
+/// `extra`; the server is spawned in `to` first. Returns the client's JSON.
+fn iperf(t: &mut TestTopo, from: usize, to: usize, secs: u32, extra: &[&str]) -> String {
+    let server_ip = t.hosts[to].ip.to_string();
+    t.spawn(to, &["iperf3", "-s", "-1", "-p", "5201"]);
+    wait_listening(&t.hosts[to], 5201);
+    let secs_s = secs.to_string();
+    let mut args = vec![
+        "iperf3",
+        "-c",
+        &server_ip,
+        "-p",
+        "5201",
+        "-t",
+        &secs_s,
+        "-J",
+        "--connect-timeout",
+        "3000",
+    ];
+    args.extend_from_slice(extra);
+    let client = t.spawn(from, &args);
+    t.wait(client, Duration::from_secs(secs as u64 + 15))
+}
+
+#[test]
+fn ping_through_switch() {
+    let name = "ping_through_switch";
+    if skip_unless_root(name) || skip_unless_tools(name, &["ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let t = TestTopo::new(2);
+    let sw = switch(&t, "", &["--rate", "1gbit"], Duration::from_secs(30));
+
+    // ARP resolves through the switch (flooded broadcast, learned replies).
+    ping(&t.hosts[0], t.hosts[1].ip);
+    ping(&t.hosts[1], t.hosts[0].ip);
+
+    // IPv6: topo leaves IPv6 on in the hosts (DAD off), so eth0 has a
+    // link-local address; ND (multicast solicitation) must cross the switch.
+    if std::path::Path::new("/proc/sys/net/ipv6").exists() {
+        let ll = ipv6_addr(&t.hosts[1], "link")
+            .expect("h2 has no IPv6 link-local address (topo keeps IPv6 on in hosts)");
+        let dst = format!("{ll}%{}", t.hosts[0].host_if);
+        run_ok(&mut t.hosts[0].exec(&["ping", "-6", "-c", "1", "-w", "3", "-q", &dst]));
+        // And a ULA pair (global scope, no DAD delay).
+        for (i, h) in t.hosts.iter().enumerate() {
+            let a = format!("fd00:99::{}/64", i + 1);
+            run_ok(&mut h.exec(&["ip", "-6", "addr", "add", &a, "dev", &h.host_if, "nodad"]));
+        }
+        run_ok(&mut t.hosts[0].exec(&["ping", "-6", "-c", "1", "-w", "3", "-q", "fd00:99::2"]));
+        run_ok(&mut t.hosts[1].exec(&["ping", "-6", "-c", "1", "-w", "3", "-q", "fd00:99::1"]));
+    } else {
+        eprintln!("{name}: kernel without IPv6, IPv6 part skipped");
+    }
+
+    let j = sw.stop().assert_clean();
+    assert!(
+        j["mac_entries"].as_u64().unwrap_or(0) >= 2,
+        "switch learned fewer than 2 MACs: {}",
+        j["mac_entries"]
+    );
+    assert!(
+        xdp_attached(&t.switch_ifs()).is_empty(),
+        "XDP left after SIGINT"
+    );
+}
+
+#[test]
+fn dctcp_transfer_negotiates_ecn() {
+    let name = "dctcp_transfer_negotiates_ecn";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(2);
+    let sw = switch(
+        &t,
+        "",
+        &["--rate", "1gbit", "--aqm", "tcn"],
+        Duration::from_secs(30),
+    );
+    let server_ip = t.hosts[1].ip.to_string();
+    t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
+    wait_listening(&t.hosts[1], 5201);
+    let client = t.spawn(
+        0,
+        &[
+            "iperf3",
+            "-c",
+            &server_ip,
+            "-p",
+            "5201",
+            "-t",
+            "3",
+            "-J",
+            "--connect-timeout",
+            "3000",
+        ],
+    );
+    // Sample `ss -tino` of the sender while the transfer runs.
+    let mut seen = None;
+    let mut last = String::new();
+    for _ in 0..10 {
+        sleep(Duration::from_millis(250));
+        last = run_ok(&mut t.hosts[0].exec(&["ss", "-tino", "dst", &server_ip]));
+        // The bulk connection: the line with most bytes_acked.
+        let bulk = last
+            .lines()
+            .filter(|l| l.contains("bytes_acked:"))
+            .max_by_key(|l| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix("bytes_acked:"))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            });
+        if let Some(l) = bulk {
+            if l.split_whitespace().any(|w| w == "ecn") && l.contains(&t.cc) {
+                seen = Some(l.to_owned());
+            }
+        }
+    }
+    let out = t.wait(client, Duration::from_secs(20));
+    let bps = iperf_receiver_bps(&out);
+    let j = sw.stop().assert_clean();
+    eprintln!(
+        "{name}: cc {}, goodput {:.0} Mbit/s, retransmits {}\n{}",
+        t.cc,
+        bps / 1e6,
+        iperf_retransmits(&out),
+        drops_summary(&j)
+    );
+    assert!(
+        t.cc == "bpf_dctcp" || t.cc == "dctcp",
+        "hosts use {:?}, not DCTCP",
+        t.cc
+    );
+    let line = seen.unwrap_or_else(|| {
+        panic!(
+            "`ss -tino` never showed {} with ecn on the bulk connection; last sample:\n{last}",
+            t.cc
+        )
+    });
+    eprintln!("{name}: {line}");
+    assert!(bps > 100e6, "goodput only {:.1} Mbit/s", bps / 1e6);
+}
+
+/// One 10 s transfer h1 -> h2 through a switch at `--rate 500mbit` with
+/// `aqm`: receiver goodput (bit/s, slow start omitted), the switch's CPU
+/// use during the transfer, and a summary of its counters.
+fn shaped_run(aqm: &str) -> ((f64, String), CpuUse) {
+    let mut t = TestTopo::new(2);
+    let sw = switch(
+        &t,
+        "",
+        &["--rate", "500mbit", "--aqm", aqm],
+        Duration::from_secs(40),
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let watch = CpuWatch::start(sw.pid());
+    // -O 1: leave slow start out of the average.
+    let out = iperf(&mut t, 0, 1, 10, &["-O", "1"]);
+    let cpu = watch.read();
+    let bps = iperf_receiver_bps(&out);
+    let exit = sw.stop();
+    let j = exit.assert_clean();
+    let summary = format!(
+        "--aqm {aqm}: goodput {:.1} Mbit/s = {:.1} % of 500 Mbit/s, retransmits {}; {cpu}\n{}",
+        bps / 1e6,
+        bps / 5e6,
+        iperf_retransmits(&out),
+        drops_summary(&j)
+    );
+    eprintln!("{summary}");
+    ((bps, summary), cpu)
+}
+
+#[test]
+fn shaped_goodput_500mbit() {
+    let name = "shaped_goodput_500mbit";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    // What 500 Mbit/s of wire carries as TCP payload: 1448 B per 1514 B
+    // frame + the 24 B preamble/FCS/gap the shaper counts = 94.1 %.
+    let rate = 500e6;
+    let in_range = |r: &(f64, String)| (0.85..=1.0).contains(&(r.0 / rate));
+    let ((bps, summary), cpu) = measure(name, 3, || shaped_run("tcn"), in_range);
+    let share = bps / rate;
+    assert!(
+        (0.85..=1.0).contains(&share),
+        "goodput {:.1} Mbit/s is {:.1} % of 500 Mbit/s, expected 85–100 % (ideal 94.1 %){}\n{summary}",
+        bps / 1e6,
+        share * 100.0,
+        if cpu.starved() {
+            "; THE SWITCH WAS STARVED OF CPU by other load on this machine"
+        } else {
+            ""
+        }
+    );
+    // For comparison (printed, loosely checked): drop-tail at the same
+    // rate fills the 96 KB buffer, drops and retransmits; on a loaded
+    // 2-vCPU machine it measured 75–79 % where TCN measured 67–86 %.
+    let ((bps, summary), _) = shaped_run("droptail");
+    assert!(bps > 0.5 * rate, "drop-tail: {summary}");
+}
+
+/// A 3 s transfer h1 -> h2 through a switch started with `args`; returns
+/// h1's `TcpExtTCPDeliveredCE` increase and the switch's counters.
+fn ce_run(args: &[&str]) -> (u64, serde_json::Value) {
+    let mut t = TestTopo::new(2);
+    let sw = switch(&t, "", args, Duration::from_secs(30));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let before = tcp_ext_counter(&t.hosts[0], "TCPDeliveredCE");
+    let out = iperf(&mut t, 0, 1, 3, &[]);
+    let ce = tcp_ext_counter(&t.hosts[0], "TCPDeliveredCE") - before;
+    let j = sw.stop().assert_clean();
+    eprintln!(
+        "switch {args:?}: goodput {:.0} Mbit/s, sender TCPDeliveredCE +{ce}\n{}",
+        iperf_receiver_bps(&out) / 1e6,
+        drops_summary(&j)
+    );
+    (ce, j)
+}
+
+#[test]
+fn forced_marks_reach_the_sender() {
+    let name = "forced_marks_reach_the_sender";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    // Port 1 is h2's: the data direction's egress.
+    let (ce, j) = ce_run(&["--rate", "0", "--mark-every", "10"]);
+    let forced = port_count(&j, 1, "marked", "forced");
+    let dequeued = j["ports"][1]["egress"]["port"]["dequeued"]["pkts"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(forced > 0, "marked.forced is 0 with --mark-every 10");
+    // Every 10th ECT packet; almost every data packet is ECT.
+    assert!(
+        forced * 10 <= dequeued + 10 && forced * 20 >= dequeued,
+        "forced marks {forced} are not ~1/10 of {dequeued} dequeued packets"
+    );
+    assert!(ce > 0, "sender's TCPDeliveredCE did not rise");
+
+    let (ce, j) = ce_run(&["--rate", "0"]);
+    let marks: u64 = j["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["egress"]["port"]["marked"].as_object().unwrap().values())
+        .map(|v| v["pkts"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(marks, 0, "switch marked without --mark-every");
+    assert_eq!(ce, 0, "CE reached the sender without marking");
+}
+
+#[test]
+fn kill_9_leaves_no_xdp() {
+    let name = "kill_9_leaves_no_xdp";
+    if skip_unless_root(name) || skip_unless_tools(name, &["ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let t = TestTopo::new(2);
+    let ports = t.switch_ifs();
+    let socket = stats_socket(&t.prefix, "");
+    let mut sw = SwitchProc::start(&ports, &[], &socket, Duration::from_secs(30));
+    assert_eq!(
+        xdp_attached(&ports),
+        ports,
+        "XDP not shown on the ports while the switch runs"
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    sw.signal(libc::SIGKILL);
+    let exit = sw.wait_exit(Duration::from_secs(5));
+    assert_eq!(exit.code, None, "not killed by the signal: {exit:?}");
+    // Leave its stats socket behind, as a crash does.
+    assert!(
+        std::path::Path::new(&socket).exists(),
+        "no stats socket {socket} while it ran"
+    );
+    sw.socket.clear();
+    drop(sw);
+    let t0 = Instant::now();
+    let left = wait_no_xdp(&ports, Duration::from_secs(3));
+    assert!(
+        left.is_empty(),
+        "XDP still attached after kill -9 on {left:?}:\n{}",
+        run_ok(Command::new("ip").args(["-d", "link", "show", "dev", &left[0]]))
+    );
+    eprintln!("{name}: XDP gone {:?} after the kill", t0.elapsed());
+
+    // A new switch starts on the same ports (and the same, stale, stats
+    // socket) right away, and forwards.
+    let sw = SwitchProc::start(&ports, &[], &socket, Duration::from_secs(30));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    ping(&t.hosts[1], t.hosts[0].ip);
+    sw.stop().assert_clean();
+    assert!(wait_no_xdp(&ports, Duration::from_secs(2)).is_empty());
+}
+
+#[test]
+fn bad_input_errors() {
+    let name = "bad_input_errors";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _serial = switch_serial();
+    let t = TestTopo::new(2);
+    let ports = t.switch_ifs();
+    let socket = stats_socket(&t.prefix, "");
+    let missing = format!("{}-nope", t.prefix);
+
+    let expect_error = |ports: &[String], args: &[&str], advice: &[&str]| {
+        let mut sw = SwitchProc::spawn(ports, args, &socket, Duration::from_secs(5));
+        let exit = sw.wait_exit(Duration::from_secs(10));
+        drop(sw);
+        eprintln!(
+            "{name}: {args:?} -> {:?}: {}",
+            exit.code,
+            exit.stderr.trim()
+        );
+        assert!(
+            exit.code.is_some_and(|c| c != 0),
+            "switch {ports:?} {args:?} did not fail: {exit:?}"
+        );
+        for a in advice {
+            assert!(
+                exit.stderr.contains(a),
+                "{args:?}: stderr lacks {a:?}:\n{}",
+                exit.stderr
+            );
+        }
+        assert!(
+            !exit.stderr.contains("forwarding between"),
+            "{args:?}: started forwarding"
+        );
+        let left = xdp_attached(&t.switch_ifs());
+        assert!(left.is_empty(), "{args:?}: XDP left on {left:?}");
+    };
+
+    // Missing interface (listed after a good one: nothing may stay attached).
+    expect_error(
+        &[ports[0].clone(), missing.clone()],
+        &[],
+        &[&missing, "ip link"],
+    );
+    // An interface that is down.
+    run_ok(Command::new("ip").args(["link", "set", &ports[1], "down"]));
+    expect_error(&ports, &[], &["is down", "ip link set"]);
+    run_ok(Command::new("ip").args(["link", "set", &ports[1], "up"]));
+    // A buffer smaller than one frame.
+    expect_error(&ports, &["--buffer", "1000"], &["--buffer"]);
+    // A rate in unknown units.
+    expect_error(&ports, &["--rate", "1gigabit"], &["1gbit"]);
+    // MQ-ECN needs a round-robin scheduler.
+    expect_error(
+        &ports,
+        &["--aqm", "mq-ecn", "--sched", "wfq", "--queues", "2"],
+        &["round-robin"],
+    );
+    // And after all that, a good switch starts on the same ports.
+    let sw = SwitchProc::start(&ports, &[], &socket, Duration::from_secs(20));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    sw.stop().assert_clean();
+}
