@@ -152,6 +152,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     let names: Vec<String> = settings.ports.iter().map(|p| p.name.clone()).collect();
     let ifaces = preflight::check_ports(&names, settings.force, &SysPaths::default())?;
     let mut sw = build_switch(settings)?;
+    eprint!("{}", settings.describe());
     for i in &ifaces {
         // Frames larger than a UMEM frame can never be received whole.
         if i.mtu + 18 > DEFAULT_FRAME_SIZE {

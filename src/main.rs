@@ -44,7 +44,6 @@ fn main() -> ExitCode {
 
 fn run_switch(args: &softswitch::cli::RunArgs) -> Result<()> {
     let settings = config::resolve(args)?;
-    eprint!("{}", settings.describe());
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;

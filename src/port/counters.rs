@@ -167,6 +167,8 @@ pub struct QueueCounters {
     pub already_ce: PktBytes,
     /// Mark verdicts on Not-ECT packets let through (`NotEctPolicy::Pass`).
     pub not_ect_passed: PktBytes,
+    /// Non-IP frames (ARP, ...) an AQM wanted marked: passed unmarked.
+    pub non_ip_unmarked: PktBytes,
     /// Frames released by `drain` at shutdown (not drops).
     pub drained: PktBytes,
     /// DWRR round events (the queue was granted its quantum).

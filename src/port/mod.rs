@@ -363,6 +363,13 @@ impl<A: Aqm> EgressPort<A> {
                 self.drop_frame(pkt, r, store);
                 false
             }
+            // A non-IP frame (ARP, LLDP, ...) has no ECN field and a switch's
+            // ECN/WRED profile applies to IP only: a mark leaves it alone.
+            Verdict::Mark(_) if pkt.l3.is_none() => {
+                self.counters
+                    .count(pkt.queue as usize, |c| c.non_ip_unmarked.add(pkt.len));
+                true
+            }
             Verdict::Mark(reason) => {
                 let outcome = match pkt.l3.as_mut() {
                     Some(l3) if l3.ecn.is_ect() => {

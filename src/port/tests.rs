@@ -363,13 +363,16 @@ fn not_ect_mark_drops_or_passes() {
     p.aqm_mut().enq = Some(Verdict::Mark(MarkReason::Threshold));
     p.enqueue(pkt(&mut s, 500, 0, Ecn::NotEct), 0, &mut s);
     let id = s.insert(vec![0; 60]);
-    p.enqueue(Packet::new(id, 60, None, 0), 0, &mut s); // non-IP
-    assert_eq!(p.backlog_pkts(), 0);
+    p.enqueue(Packet::new(id, 60, None, 0), 0, &mut s); // non-IP (ARP): no ECN field
+    assert_eq!(p.backlog_pkts(), 1, "only the non-IP frame stays");
     assert_eq!(
         p.counters().port.dropped.get(DropReason::NotEctMark).pkts,
-        2
+        1
     );
+    assert_eq!(p.counters().port.non_ip_unmarked.pkts, 1);
     assert_eq!(p.counters().port.marked.total().pkts, 0);
+    let out = drain_out(&mut p, 0, &mut s);
+    assert_eq!(out[0].1, vec![0; 60], "non-IP frame passed untouched");
     assert_eq!(s.live, 0);
 
     let mut p = port(PortConfig {
