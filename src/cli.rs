@@ -107,7 +107,7 @@ pub struct RunArgs {
     /// Per-frame overhead counted against the rate, bytes (default 24: preamble, FCS, gap).
     #[arg(long)]
     pub overhead: Option<u32>,
-    /// Link time a busy port may make up when the poll loop ran late (200us; 0 = strict token bucket).
+    /// Link time a busy port may make up when the poll loop ran late (1ms; 0 = strict token bucket); dequeue AQMs see the stall-free departure time.
     #[arg(long)]
     pub catchup: Option<String>,
     /// Shared buffer per port (default 96kb, the TCN testbed's per-port buffer at 1 Gbit/s).

@@ -36,7 +36,7 @@ pub const DEFAULT_RATE: &str = "1gbit";
 /// Default shared buffer per port (TCN testbed: 96 KB per port at 1 Gbit/s).
 pub const DEFAULT_BUFFER: &str = "96kb";
 /// Default link time a busy port may make up when the poll loop was late (see `shaper`).
-pub const DEFAULT_CATCHUP: &str = "200us";
+pub const DEFAULT_CATCHUP: &str = "1ms";
 /// IP MTU assumed for AQM defaults and buffer checks.
 pub const MTU: u32 = 1500;
 

@@ -19,7 +19,13 @@
 //! credit may accrue beyond the bucket up to `catchup` worth of link time; the
 //! moment the port is idle the cap is the bucket again. With `catchup = 0`
 //! this is exactly the prototype's token bucket. Over any interval the port
-//! sends at most `max(bucket, catchup·rate) + rate·t`.
+//! sends at most `max(bucket, catchup·rate) + rate·t`, and never more than its
+//! backlog, so a catch-up burst is bounded by the port buffer.
+//!
+//! Frames sent from banked credit would have left a stall-free link earlier:
+//! [`TokenBucket::lateness_ns`] says how much, and the port gives dequeue-side
+//! AQMs (TCN, CoDel, ECN#) that departure time, so a stall of the poll loop
+//! is not mistaken for queueing delay (accurate to one bucket).
 //!
 //! `overhead` is the per-frame wire overhead counted against the rate:
 //! 24 bytes by default (preamble + SFD 8, FCS 4, inter-frame gap 12), so a
@@ -143,6 +149,20 @@ impl TokenBucket {
         }
     }
 
+    /// How late the link is at `now`: credit banked beyond one bucket while
+    /// busy, as link time (ns). A frame sent now would have left that much
+    /// earlier on a link that never stalls; dequeue-side AQMs measure sojourn
+    /// against `now − lateness` so a stall of the poll loop does not look like
+    /// queueing delay (up to `catchup`).
+    pub fn lateness_ns(&self, now: Nanos) -> Nanos {
+        if !self.busy || !self.is_shaping() {
+            return 0;
+        }
+        let elapsed = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
+        let have = (self.tokens_ps + elapsed).min(self.cap());
+        (have.saturating_sub(self.bucket_ps) / PS_PER_NS) as Nanos
+    }
+
     /// The earliest time at which a `len`-byte frame could be sent (≤ now: at once).
     pub fn ready_at(&self, len: u32, now: Nanos) -> Nanos {
         if !self.is_shaping() {
@@ -262,6 +282,30 @@ mod tests {
             sent += 500;
         }
         assert_eq!(sent, 2_500);
+    }
+
+    #[test]
+    fn lateness_is_banked_credit_beyond_the_bucket() {
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0).with_catchup(100 * US);
+        assert_eq!(tb.lateness_ns(50 * US), 0, "idle port is never late");
+        tb.set_busy(true, 0);
+        assert!(tb.try_take(2_500, 0));
+        assert_eq!(
+            tb.lateness_ns(10 * US),
+            0,
+            "1250 B of credit: within the bucket"
+        );
+        // 50 µs late: 6250 B banked, 3750 B beyond the bucket = 30 µs.
+        assert_eq!(tb.lateness_ns(50 * US), 30 * US);
+        // Each frame sent moves the virtual clock forward by its time on the wire.
+        assert!(tb.try_take(1_250, 50 * US));
+        assert_eq!(tb.lateness_ns(50 * US), 20 * US);
+        // Capped by the catch-up horizon.
+        assert_eq!(tb.lateness_ns(10_000 * US), 100 * US - 20 * US);
+        // Strict bucket (no catch-up): never late.
+        let mut strict = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0);
+        strict.set_busy(true, 0);
+        assert_eq!(strict.lateness_ns(1_000 * US), 0);
     }
 
     #[test]

@@ -215,6 +215,9 @@ impl<A: Aqm> EgressPort<A> {
                 self.aqm.on_round(r, now);
             }
 
+            // When the poll loop ran late, the packet would have left a
+            // stall-free link `lateness` ago: that is its departure time.
+            let depart = now - self.tb.lateness_ns(now).min(now);
             let mut pkt = self.queues.q[q].pop_front().expect("head exists");
             let left_empty = self.queues.q[q].is_empty();
             self.queues.bytes[q] -= len as u64;
@@ -229,11 +232,11 @@ impl<A: Aqm> EgressPort<A> {
             self.counters.count(q, |c| c.shrink(len));
             self.sched.commit(q, len, left_empty, now);
 
-            let sojourn = now.saturating_sub(pkt.enqueue_ns);
+            let sojourn = depart.saturating_sub(pkt.enqueue_ns);
             self.counters.count(q, |c| c.sojourn.record(sojourn));
 
             let ctx = self.ctx(q);
-            let mut verdict = self.aqm.on_dequeue(&pkt, &ctx, now, &mut self.rng);
+            let mut verdict = self.aqm.on_dequeue(&pkt, &ctx, depart, &mut self.rng);
             if let Some(n) = self.cfg.mark_every {
                 if pkt.is_ect() {
                     self.ect_dequeued += 1;

@@ -81,6 +81,7 @@ struct ScriptAqm {
     deq: Option<Verdict>,
     enq_ctx: Vec<QueueCtx>,
     deq_ctx: Vec<QueueCtx>,
+    deq_now: Vec<Nanos>,
     idle: Vec<Nanos>,
     rounds: Vec<(usize, Nanos)>,
 }
@@ -90,8 +91,9 @@ impl Aqm for ScriptAqm {
         self.enq_ctx.push(*q);
         self.enq.unwrap_or(Verdict::Pass)
     }
-    fn on_dequeue(&mut self, _p: &Packet, q: &QueueCtx, _now: Nanos, _r: &mut SimRng) -> Verdict {
+    fn on_dequeue(&mut self, _p: &Packet, q: &QueueCtx, now: Nanos, _r: &mut SimRng) -> Verdict {
         self.deq_ctx.push(*q);
+        self.deq_now.push(now);
         self.deq.unwrap_or(Verdict::Pass)
     }
     fn on_round(&mut self, queue: usize, now: Nanos) {
@@ -875,4 +877,46 @@ fn overloaded_port_runs_at_line_rate_and_shares_fairly() {
         "{}",
         c.port.sojourn.p99_us()
     );
+}
+
+#[test]
+fn late_poll_catches_up_at_virtual_departure_times() {
+    // 1 Gbit/s, no wire overhead, 2500 B bucket, 100 µs catch-up.
+    let cfg = PortConfig {
+        rate: Rate::gbit(1),
+        overhead_bytes: 0,
+        catchup_ns: 100_000,
+        queues: 1,
+        ..Default::default()
+    };
+    let mut s = VecStore::new();
+    let mut p = port(cfg);
+    for _ in 0..10 {
+        p.enqueue(pkt(&mut s, 1250, 0, Ecn::Ect0), 0, &mut s);
+    }
+    // Two frames fit the full bucket at t = 0.
+    assert_eq!(drain_out(&mut p, 0, &mut s).len(), 2);
+    // The poll loop comes back 50 µs late: a 1 Gbit/s link would have sent
+    // five more 1250-byte frames (10 µs each) by now, and it does so at once.
+    let late = drain_out(&mut p, 50_000, &mut s);
+    assert_eq!(late.len(), 5);
+    // The dequeue AQM sees each at the time a stall-free link would have
+    // sent it, not at 50 µs: 2500 B of the 6250 B banked were the bucket,
+    // so departures are at 20, 30, 40 µs and then the bucket's 50, 50 µs.
+    let seen: Vec<Nanos> = p.aqm().deq_now[2..].to_vec();
+    assert_eq!(seen, vec![20_000, 30_000, 40_000, 50_000, 50_000]);
+    assert!(p.counters().port.sojourn.max_us() <= 50.5);
+    // Without catch-up the same stall costs link time: one bucket only.
+    let mut q = port(PortConfig {
+        catchup_ns: 0,
+        ..p.config().clone()
+    });
+    for _ in 0..10 {
+        q.enqueue(pkt(&mut s, 1250, 0, Ecn::Ect0), 0, &mut s);
+    }
+    assert_eq!(drain_out(&mut q, 0, &mut s).len(), 2);
+    assert_eq!(drain_out(&mut q, 50_000, &mut s).len(), 2);
+    p.drain(&mut s);
+    q.drain(&mut s);
+    assert_eq!(s.live, 0);
 }
