@@ -170,6 +170,9 @@ pub struct RunArgs {
     /// Seed for the AQMs' random decisions.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// CPU priority (nice, −20..19) of the busy-polling data path (default −10).
+    #[arg(long, allow_hyphen_values = true)]
+    pub nice: Option<i32>,
     /// UMEM frames shared by all ports (4 KiB each).
     #[arg(long)]
     pub frames: Option<u32>,

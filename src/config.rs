@@ -224,6 +224,8 @@ pub struct Settings {
     pub ageing_ns: Nanos,
     /// Print JSON counters on exit.
     pub json: bool,
+    /// Nice value of the data path.
+    pub nice: i32,
     /// Queue time-series CSV file and its sampling interval.
     pub timeseries: Option<(std::path::PathBuf, Nanos)>,
 }
@@ -495,6 +497,10 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         duration_ns,
         ageing_ns: time_setting("ageing", file.ageing.as_deref().unwrap_or("300s"))?,
         json: args.json,
+        nice: match args.nice.unwrap_or(-10) {
+            n @ -20..=19 => n,
+            n => return Err(ConfigError::Invalid(format!("--nice {n}: use a value from -20 (highest priority) to 19"))),
+        },
         timeseries: match &args.timeseries {
             Some(path) => {
                 let iv = time_setting("ts-interval", args.ts_interval.as_deref().unwrap_or("1ms"))?;

@@ -167,7 +167,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
 
     // A busy-polling switch on a 2-vCPU machine competes with the hosts and
     // everything else: ask for a larger CPU share (a dedicated core is better).
-    if let Err(e) = crate::xsk::set_nice(-10) {
+    if let Err(e) = crate::xsk::set_nice(settings.nice) {
         eprintln!("softswitch: could not raise priority ({e}); expect jitter under load");
     }
     let opts = ring_options();
