@@ -436,6 +436,10 @@ pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> 
     opt("--weights", &sw.weights);
     opt("--strict", &sw.strict);
     opt("--dscp-map", &sw.dscp_map);
+    opt(
+        "--frames",
+        &sw.frames_for(topo.hosts.len()).map(|f| f.to_string()),
+    );
     if let Some(opts) = sw.aqm_opts.get(aqm) {
         for (k, v) in opts {
             a.push("--aqm-opt".into());
@@ -450,6 +454,40 @@ pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> 
     }
     a.extend(sw.extra_args.iter().cloned());
     a
+}
+
+/// Every receiving host reaches every sender through the switch (one ping,
+/// a few tries): a broken path fails here with a clear message instead of
+/// as a connect timeout deep in the traffic generator.
+fn check_paths(sc: &Scenario, topo: &Topology) -> Result<()> {
+    let pairs: Vec<(usize, usize)> = match &sc.traffic {
+        TrafficSpec::Workload(w) => w
+            .clients
+            .iter()
+            .flat_map(|&c| w.servers.iter().map(move |&s| (c, s)))
+            .collect(),
+        TrafficSpec::Incast(i) => i.servers.iter().map(|&s| (i.receiver, s)).collect(),
+        TrafficSpec::Static(s) => s.flows.iter().map(|f| (f.client, f.server)).collect(),
+    };
+    for (c, s) in pairs {
+        let (from, to) = (&topo.hosts[c - 1], &topo.hosts[s - 1]);
+        let ok = (0..3).any(|_| {
+            from.exec(&["ping", "-c", "1", "-W", "1", &to.ip.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|st| st.success())
+        });
+        if !ok {
+            bail!(
+                "{} cannot ping {} ({}) through the switch — see switch.log; with many ports try a larger switch.frames",
+                from.name,
+                to.name,
+                to.ip
+            );
+        }
+    }
+    Ok(())
 }
 
 fn nstat_all(topo: &Topology) -> Vec<BTreeMap<String, u64>> {
@@ -512,6 +550,7 @@ fn run_combo(
         check_stop(&opts.stop)?;
         thread::sleep(Duration::from_millis(50));
     }
+    check_paths(sc, topo)?;
     let before = nstat_all(topo);
 
     // Sampler: live snapshots every POLL until told to stop.
@@ -775,7 +814,7 @@ fn start_traffic(
                     f.client,
                     args,
                     &stem,
-                    format!("h{}→h{} dscp {}", f.server, f.client, f.dscp),
+                    format!("f{k} h{}→h{} dscp {}", f.server, f.client, f.dscp),
                     f.dscp,
                 )?;
             }
