@@ -108,6 +108,7 @@ fn main() -> ExitCode {
                 progress: !no_progress,
                 stop,
                 fault: None,
+                prefix: None,
             };
             match exp::run(&sc, &name, &opts) {
                 Ok(r) => {

@@ -65,6 +65,8 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Test hook.
     pub fault: Option<Fault>,
+    /// Namespace prefix (default: a fresh `x` + 4 base-36 digits).
+    pub prefix: Option<String>,
 }
 
 /// What a finished run produced.
@@ -201,24 +203,52 @@ fn check_stop(stop: &AtomicBool) -> Result<()> {
     Ok(())
 }
 
+/// What a run with this prefix and results directory left behind:
+/// namespaces or interfaces named `<prefix>-*`, and processes whose command
+/// line names the prefix (the switch: its ports) or whose working directory
+/// is inside `out` (the traffic generators).
+pub fn leftovers(prefix: &str, out: &Path) -> Vec<String> {
+    let start = format!("{prefix}-");
+    let mut left = Vec::new();
+    for dir in ["/run/netns", "/sys/class/net"] {
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&start) {
+                left.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    let out = out.canonicalize().unwrap_or_else(|_| out.to_owned());
+    let me = std::process::id().to_string();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
+            continue;
+        }
+        let cmdline = fs::read(e.path().join("cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        let in_out = fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&out));
+        if in_out || cmdline.contains(&start) {
+            left.push(format!("process {pid} ({})", cmdline.trim()));
+        }
+    }
+    left
+}
+
 /// Runs the scenario; everything it started is gone when this returns,
 /// whether it succeeded or not.
 pub fn run(sc: &Scenario, name: &str, opts: &RunOptions) -> Result<RunReport> {
     sc.validate()?;
     let t0 = Instant::now();
-    let prefix = unique_prefix();
+    let prefix = opts.prefix.clone().unwrap_or_else(unique_prefix);
     let result = run_inner(sc, name, opts, &prefix, t0);
     // Everything is dropped by now: check for leftovers.
-    let left: Vec<String> = cmd_output("ip", &["netns", "list"])
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|ns| ns.starts_with(&format!("{prefix}-")))
-        .map(str::to_owned)
-        .collect();
+    let left = leftovers(&prefix, &opts.out);
     if !left.is_empty() {
         let e = anyhow!(
-            "namespaces left behind: {} — remove with `softswitch topo down --prefix {prefix}`",
-            left.join(" ")
+            "left behind: {} — remove with `softswitch topo down --prefix {prefix}`",
+            left.join(", ")
         );
         return Err(match result {
             Ok(_) => e,
