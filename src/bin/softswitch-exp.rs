@@ -128,7 +128,12 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("softswitch-exp: {e:#}");
-                    ExitCode::FAILURE
+                    // 130 = interrupted, as shells report Ctrl-C.
+                    if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        ExitCode::from(130)
+                    } else {
+                        ExitCode::FAILURE
+                    }
                 }
             }
         }
