@@ -81,7 +81,6 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            // SAFETY-free check: geteuid has no preconditions.
             if !is_root() {
                 eprintln!(
                     "softswitch-exp: run needs root (namespaces, XDP): sudo softswitch-exp run ..."

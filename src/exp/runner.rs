@@ -129,8 +129,7 @@ impl Proc {
     }
 
     fn signal(&self, sig: i32) {
-        // SAFETY-free: kill(2) through libc on our own child's pid.
-        unsafe_kill(self.pid(), sig);
+        send_signal(self.pid(), sig);
     }
 
     /// SIGINT, wait up to `grace`, then SIGKILL; the exit status.
@@ -158,7 +157,7 @@ impl Drop for Proc {
 }
 
 #[allow(unsafe_code)]
-fn unsafe_kill(pid: i32, sig: i32) {
+fn send_signal(pid: i32, sig: i32) {
     // SAFETY: kill(2) has no memory-safety preconditions; pid is a child we
     // have not yet waited for, so it cannot have been reused.
     unsafe {
@@ -236,10 +235,32 @@ pub fn leftovers(prefix: &str, out: &Path) -> Vec<String> {
     left
 }
 
+/// What can be checked before anything is built: the binaries and the CDF.
+fn preflight(sc: &Scenario, opts: &RunOptions) -> Result<()> {
+    for (what, bin) in [
+        ("softswitch", &opts.switch_bin),
+        ("softswitch-tg", &opts.tg_bin),
+    ] {
+        if bin.components().count() > 1 && !bin.exists() {
+            bail!(
+                "{what} not found at {} — build it (`cargo build --release`) next to softswitch-exp",
+                bin.display()
+            );
+        }
+    }
+    if let TrafficSpec::Workload(w) = &sc.traffic {
+        let cdf = resolve(&opts.scenario_dir, &w.cdf);
+        crate::traffic::cdf::FlowSizeCdf::from_file(&cdf)
+            .map_err(|e| anyhow!("traffic.cdf {}: {e}", cdf.display()))?;
+    }
+    Ok(())
+}
+
 /// Runs the scenario; everything it started is gone when this returns,
 /// whether it succeeded or not.
 pub fn run(sc: &Scenario, name: &str, opts: &RunOptions) -> Result<RunReport> {
     sc.validate()?;
+    preflight(sc, opts)?;
     let t0 = Instant::now();
     let prefix = opts.prefix.clone().unwrap_or_else(unique_prefix);
     let result = run_inner(sc, name, opts, &prefix, t0);
@@ -908,5 +929,85 @@ fn wait_traffic(
             return Ok((procs, t0.elapsed().as_micros() as u64));
         }
         thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topo::{Host, Ipv4Net};
+    use std::net::Ipv4Addr;
+
+    fn topo(n: usize) -> Topology {
+        Topology {
+            prefix: "xt".into(),
+            subnet: Ipv4Net::new(Ipv4Addr::new(10, 99, 0, 0), 24).unwrap(),
+            cc: "bpf_dctcp".into(),
+            hosts: (1..=n)
+                .map(|i| Host {
+                    index: i,
+                    name: format!("h{i}"),
+                    ns: format!("xt-h{i}"),
+                    host_if: "eth0".into(),
+                    switch_if: format!("xt-h{i}-sw"),
+                    ip: Ipv4Addr::new(10, 99, 0, i as u8),
+                    mac: [2, 0, 0, 0, 0, i as u8],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn switch_command_line() {
+        let sc = Scenario::from_toml(
+            r#"
+            [topology]
+            hosts = 9
+            delay = { h2 = "100us" }
+            [switch]
+            aqm = ["dctcp", "tcn"]
+            queues = 4
+            sched = "dwrr"
+            extra_args = ["--seed", "7"]
+            [switch.aqm_opts.tcn]
+            threshold = "200us"
+            mode = "threshold"
+            [traffic]
+            kind = "incast"
+            receiver = 9
+            servers = [1, 2]
+            fanin = [2]
+            size = "64kb"
+        "#,
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        sc.validate().unwrap();
+        let t = topo(9);
+        let a = switch_args(&sc, &t, "tcn", Path::new("/tmp/s.sock")).join(" ");
+        assert!(a.starts_with("--ports xt-h1-sw,xt-h2-sw,"), "{a}");
+        for want in [
+            "--aqm tcn",
+            "--aqm-opt mode=threshold --aqm-opt threshold=200us",
+            "--port-delay xt-h2-sw=100us",
+            "--queues 4",
+            "--sched dwrr",
+            "--frames 32768",
+            "--stats-socket /tmp/s.sock",
+            "--json",
+            "--seed 7",
+        ] {
+            assert!(a.contains(want), "want `{want}` in: {a}");
+        }
+        let d = switch_args(&sc, &t, "dctcp", Path::new("/tmp/s.sock")).join(" ");
+        assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
+    }
+
+    #[test]
+    fn prefixes_fit_interface_names() {
+        let p = unique_prefix();
+        assert_eq!(p.len(), 5);
+        assert!(p.starts_with('x') && p.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert!(crate::topo::names::max_prefix_len(99) >= p.len());
     }
 }
