@@ -145,6 +145,9 @@ pub struct PointSummary {
     pub goodput_mbps: f64,
     /// Per static flow: mean goodput, Mbit/s (mean over runs).
     pub static_goodput_mbps: BTreeMap<String, f64>,
+    /// Static flows per DSCP (so per queue under the default map): summed
+    /// goodput, Mbit/s (mean over runs).
+    pub dscp_goodput_mbps: BTreeMap<u8, f64>,
     /// Flows asked for vs recorded, over all runs.
     pub expected: usize,
     /// Recorded.
@@ -210,9 +213,11 @@ pub fn summarize(
                 .flat_map(|r| r.queries.iter().map(|q| q.qct_us))
                 .collect();
             let mut static_goodput: BTreeMap<String, f64> = BTreeMap::new();
+            let mut dscp_goodput: BTreeMap<u8, f64> = BTreeMap::new();
             for r in &runs {
                 for s in &r.statics {
                     *static_goodput.entry(s.label.clone()).or_default() += s.goodput_mbps / n;
+                    *dscp_goodput.entry(s.dscp).or_default() += s.goodput_mbps / n;
                 }
             }
             let mean =
@@ -231,6 +236,7 @@ pub fn summarize(
                 fct,
                 qct: fct_stats(&qcts),
                 static_goodput_mbps: static_goodput,
+                dscp_goodput_mbps: dscp_goodput,
                 expected: runs.iter().map(|r| r.expected).sum(),
                 recorded: runs
                     .iter()
@@ -390,6 +396,28 @@ mod tests {
         // all: tcn (100+5000+100+1000)/4 = 1550; dctcp (100+10000+300+1000)/4 = 2850.
         assert_eq!(t.all_mean, Some(1550.0 / 2850.0));
         assert_eq!(t.qct_mean, None);
+    }
+
+    #[test]
+    fn static_goodput_per_flow_and_dscp() {
+        let mut a = combo("tcn", 0.0, 0, vec![], 0);
+        a.sweep = SweepValue::None;
+        let st = |label: &str, dscp: u8, g: f64| StaticFlowResult {
+            label: label.into(),
+            dscp,
+            goodput_mbps: g,
+            samples: vec![],
+        };
+        a.statics = vec![st("f0", 0, 400.0), st("f1", 1, 200.0), st("f2", 1, 100.0)];
+        let mut b = a.clone();
+        b.repeat = 1;
+        b.statics = vec![st("f0", 0, 200.0), st("f1", 1, 200.0), st("f2", 1, 300.0)];
+        let s = summarize(&[a, b], &["tcn".to_string()], "tcn");
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].static_goodput_mbps["f0"], 300.0);
+        assert_eq!(s[0].dscp_goodput_mbps[&1], 400.0);
+        assert_eq!(s[0].goodput_mbps, 700.0);
+        assert_eq!(s[0].recorded, 6);
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! t_ms,port,queue,backlog_bytes,dequeued_bytes,marked_pkts,dropped_pkts
 //! ```
 //!
-//! `t_ms` is the time since the combination's traffic started; the counters
-//! are cumulative as the switch reports them (differences give rates).
+//! `t_ms` is the time since sampling started, right after the switch
+//! answered and just before the traffic generators were launched; the
+//! counters are cumulative as the switch reports them (differences give
+//! rates).
 
 use std::io::{self, Write};
 
@@ -18,7 +20,7 @@ use super::results::sum_pkts;
 /// One queue at one instant.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueueSample {
-    /// Milliseconds since the traffic started.
+    /// Milliseconds since sampling started (just before the traffic).
     pub t_ms: u64,
     /// Port name (switch-side interface).
     pub port: String,
