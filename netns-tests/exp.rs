@@ -212,6 +212,8 @@ fn assert_fails_clean(test: &str, edit: impl FnOnce(&mut RunOptions), want: &str
     assert!(msg.contains(want), "want `{want}` in: {msg}");
     assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
     assert!(!opts.out.join("summary.json").exists());
+    let sock = std::env::temp_dir().join(format!("softswitch-exp-{prefix}-0.sock"));
+    assert!(!sock.exists(), "{} left behind", sock.display());
     std::fs::remove_dir_all(&opts.out).unwrap();
 }
 

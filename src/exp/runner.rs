@@ -165,6 +165,15 @@ fn send_signal(pid: i32, sig: i32) {
     }
 }
 
+/// Removes a file when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
 /// A short prefix unique to this run: `x` + 4 base-36 digits.
 fn unique_prefix() -> String {
     let seed = std::process::id() as u64
@@ -578,6 +587,8 @@ fn run_combo(
         topo.prefix, combo.index
     ));
     let _ = fs::remove_file(&socket);
+    // A killed switch leaves its socket file; remove it whatever happens.
+    let _socket_guard = RemoveOnDrop(socket.clone());
     let mut switch = {
         let mut c = Command::new(&opts.switch_bin);
         c.args(switch_args(sc, topo, &combo.aqm, &socket));
