@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod dataplane;
 pub mod delay;
+pub mod exp;
 pub mod packet;
 pub mod port;
 pub mod preflight;

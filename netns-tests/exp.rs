@@ -1,0 +1,246 @@
+//! Root integration tests of the experiment runner (`softswitch::exp`): a
+//! short workload run and an incast run through the real switch, and runs
+//! that fail (nobody listening, switch killed mid-run, Ctrl-C) leaving no
+//! namespace or process behind. Skipped unless root. About a minute in all
+//! (release build).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{skip_unless_root, unique_prefix};
+use softswitch::exp::runner::leftovers;
+use softswitch::exp::{self, Fault, RunOptions, Scenario};
+
+/// One run at a time: they share two CPUs and the machine-wide topo lock.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const LINK_BPS: f64 = 1e9;
+
+fn scenario(text: &str) -> Scenario {
+    let sc = Scenario::from_toml(text, Path::new("test.toml")).unwrap();
+    sc.validate().unwrap();
+    sc
+}
+
+fn workload(flows: usize) -> Scenario {
+    scenario(&format!(
+        r#"
+        [topology]
+        hosts = 3
+        rto_min = "5ms"
+        [switch]
+        aqm = ["tcn"]
+        rate = "1gbit"
+        queues = 2
+        sched = "dwrr"
+        [traffic]
+        kind = "workload"
+        cdf = "cdf/websearch.txt"
+        load = [0.5]
+        flows = {flows}
+        conns = 4
+        dscp = "0,1"
+        clients = [3]
+        servers = [1, 2]
+    "#
+    ))
+}
+
+fn options(test: &str) -> (RunOptions, String) {
+    let prefix = unique_prefix();
+    let out = std::env::temp_dir().join(format!("softswitch-exp-{test}-{prefix}"));
+    let _ = std::fs::remove_dir_all(&out);
+    (
+        RunOptions {
+            out,
+            quick: false,
+            switch_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch")),
+            tg_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch-tg")),
+            scenario_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            progress: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            fault: None,
+            prefix: Some(prefix.clone()),
+        },
+        prefix,
+    )
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+    )
+    .unwrap()
+}
+
+fn assert_nonempty(p: &Path) {
+    let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    assert!(len > 500, "{} missing or tiny ({len} B)", p.display());
+}
+
+/// The figures exist as PNG and SVG — unless the machine has no font, in
+/// which case the run must have said so.
+fn check_plots(report: &exp::RunReport, out: &Path, stems: &[&str]) {
+    if report.notes.iter().any(|n| n.contains("fonts-dejavu-core")) {
+        eprintln!("no TrueType font: plots skipped, as the run reported");
+        return;
+    }
+    for stem in stems {
+        for ext in ["png", "svg"] {
+            assert_nonempty(&out.join(format!("{stem}.{ext}")));
+        }
+    }
+}
+
+#[test]
+fn workload_run_records_every_flow() {
+    if skip_unless_root("workload_run_records_every_flow") {
+        return;
+    }
+    let _g = serial();
+    let (opts, prefix) = options("workload");
+    let t0 = Instant::now();
+    let report = exp::run(&workload(200), "workload-test", &opts).expect("run succeeds");
+    eprintln!("workload run: {:.1} s", t0.elapsed().as_secs_f64());
+    assert_eq!(report.combos, 1);
+    let dir = opts.out.join("tcn-load0.50-r0");
+    let flows = read_json(&dir.join("flows-h3.json"));
+    let recs = flows["report"]["flows"].as_array().unwrap();
+    assert_eq!(recs.len(), 200, "every flow recorded");
+    for r in recs {
+        let size = r["size"].as_u64().unwrap();
+        let fct_us = r["fct_us"].as_u64().unwrap();
+        assert!(fct_us > 0);
+        // No flow beats the bottleneck's serialisation time.
+        let min_us = size as f64 * 8.0 / LINK_BPS * 1e6;
+        assert!(
+            fct_us as f64 >= min_us,
+            "size {size} B in {fct_us} us < {min_us:.0} us"
+        );
+    }
+    let text = std::fs::read_to_string(dir.join("flows-h3.txt")).unwrap();
+    assert_eq!(text.lines().count(), 200);
+
+    let summary = read_json(&opts.out.join("summary.json"));
+    let p = &summary["points"][0];
+    assert_eq!(p["aqm"], "tcn");
+    assert_eq!(p["recorded"], 200);
+    assert_eq!(p["expected"], 200);
+    assert_eq!(p["fct"]["all"]["count"], 200);
+    assert!(p["fct"]["small"]["p99_us"].as_u64().unwrap() > 0);
+    assert_eq!(p["normalized"]["all_mean"], 1.0, "tcn is its own baseline");
+
+    let manifest = read_json(&opts.out.join("manifest.json"));
+    assert_eq!(manifest["completed"], 1);
+    let ts = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    assert!(ts.starts_with("t_ms,port,queue,backlog_bytes"));
+    // 3 ports × 2 queues per 100 ms sample, over a run of seconds.
+    assert!(ts.lines().count() > 6 * 10, "{} rows", ts.lines().count());
+    let sw = read_json(&dir.join("switch.json"));
+    assert_eq!(sw["ports"].as_array().unwrap().len(), 3);
+    let hosts = read_json(&dir.join("hosts.json"));
+    assert!(hosts["total"]["retrans_segs"].is_u64());
+    check_plots(
+        &report,
+        &opts.out,
+        &["fct_vs_load", "fct_vs_load_abs", "queue_load0.50"],
+    );
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
+#[test]
+fn incast_run_records_every_query() {
+    if skip_unless_root("incast_run_records_every_query") {
+        return;
+    }
+    let _g = serial();
+    let sc = scenario(
+        r#"
+        [topology]
+        hosts = 9
+        rto_min = "5ms"
+        [switch]
+        aqm = ["dctcp"]
+        [traffic]
+        kind = "incast"
+        receiver = 9
+        servers = [1, 2, 3, 4, 5, 6, 7, 8]
+        fanin = [8]
+        size = "64kb"
+        queries = 20
+    "#,
+    );
+    let (opts, prefix) = options("incast");
+    let report = exp::run(&sc, "incast-test", &opts).expect("run succeeds");
+    let v = read_json(&opts.out.join("dctcp-fanin8-r0/incast.json"));
+    let queries = v["report"]["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 20, "every query recorded");
+    for q in queries {
+        assert_eq!(q["fanout"], 8);
+        assert_eq!(q["size"], 8 * 65536);
+        // 512 KiB through a 1 Gbit/s port takes at least 4.2 ms.
+        assert!(q["qct_us"].as_f64().unwrap() >= 8.0 * 65536.0 * 8.0 / LINK_BPS * 1e6);
+    }
+    assert_eq!(v["report"]["flows"].as_array().unwrap().len(), 160);
+    let summary = read_json(&opts.out.join("summary.json"));
+    assert_eq!(summary["points"][0]["qct"]["count"], 20);
+    check_plots(&report, &opts.out, &["incast_qct", "queue_fanin8"]);
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
+fn assert_fails_clean(test: &str, edit: impl FnOnce(&mut RunOptions), want: &str) {
+    let _g = serial();
+    let (mut opts, prefix) = options(test);
+    edit(&mut opts);
+    let t0 = Instant::now();
+    let err = exp::run(&workload(400), test, &opts).expect_err("the run must fail");
+    let msg = format!("{err:#}");
+    eprintln!(
+        "{test}: failed in {:.1} s as expected: {msg}",
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(msg.contains(want), "want `{want}` in: {msg}");
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    assert!(!opts.out.join("summary.json").exists());
+    let sock = std::env::temp_dir().join(format!("softswitch-exp-{prefix}-0.sock"));
+    assert!(!sock.exists(), "{} left behind", sock.display());
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
+#[test]
+fn failed_runs_leave_nothing_behind() {
+    if skip_unless_root("failed_runs_leave_nothing_behind") {
+        return;
+    }
+    assert_fails_clean(
+        "noserver",
+        |o| o.fault = Some(Fault::WrongServerPort),
+        "cannot connect to server",
+    );
+    assert_fails_clean(
+        "killswitch",
+        |o| o.fault = Some(Fault::KillSwitchAfter(Duration::from_millis(1500))),
+        "the switch exited while traffic was running",
+    );
+    assert_fails_clean(
+        "ctrlc",
+        |o| {
+            let stop = o.stop.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(4));
+                stop.store(true, Ordering::SeqCst);
+            });
+        },
+        "interrupted",
+    );
+}

@@ -1,0 +1,248 @@
+//! The standard figures of a run (SPEC §3 "Results"), drawn from the
+//! summaries and time series: FCT vs load normalised to the baseline AQM
+//! (TCN §6 Fig. 9–12: small-flow avg and p99, large-flow avg, overall avg),
+//! the same in absolute ms, incast QCT vs fan-in, queue length vs time per
+//! AQM, and goodput per flow and per queue vs time for static flows.
+
+use std::path::{Path, PathBuf};
+
+use super::plot::{Figure, Panel, Series};
+use super::results::{ComboResult, PointSummary};
+use super::scenario::{Scenario, SweepValue, TrafficSpec};
+use super::timeseries::{busiest_port, port_backlog_kb, queue_rates_mbps, QueueSample};
+
+/// Writes every figure that fits the scenario's traffic kind into `dir`;
+/// the files written and notes on anything skipped.
+pub fn write_all(
+    dir: &Path,
+    sc: &Scenario,
+    points: &[PointSummary],
+    results: &[ComboResult],
+    series: &[Vec<QueueSample>],
+) -> Result<(Vec<PathBuf>, Vec<String>), String> {
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    let mut put = |fig: Figure, stem: &str| -> Result<(), String> {
+        let w = fig.write(dir, stem)?;
+        files.extend(w.files);
+        notes.extend(w.notes);
+        Ok(())
+    };
+    let aqms = &sc.switch.aqm;
+    let base = sc.baseline_aqm();
+    let per_aqm = |f: &dyn Fn(&PointSummary) -> Option<f64>| -> Vec<Series> {
+        aqms.iter()
+            .map(|a| Series {
+                name: a.clone(),
+                points: points
+                    .iter()
+                    .filter(|p| &p.aqm == a)
+                    .filter_map(|p| f(p).map(|y| (p.x, y)))
+                    .collect(),
+            })
+            .collect()
+    };
+    let panel = |title: &str, x: &str, y: &str, s: Vec<Series>| Panel {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        series: s,
+        markers: true,
+    };
+    match &sc.traffic {
+        TrafficSpec::Workload(_) => {
+            let norm = format!("FCT / {base}");
+            let n = |p: &PointSummary| p.normalized;
+            put(
+                Figure {
+                    panels: vec![
+                        panel(
+                            "(a) small flows (<100KB): avg",
+                            "load",
+                            &norm,
+                            per_aqm(&|p| n(p)?.small_mean),
+                        ),
+                        panel(
+                            "(b) small flows (<100KB): 99th",
+                            "load",
+                            &norm,
+                            per_aqm(&|p| n(p)?.small_p99),
+                        ),
+                        panel(
+                            "(c) large flows (>10MB): avg",
+                            "load",
+                            &norm,
+                            per_aqm(&|p| n(p)?.large_mean),
+                        ),
+                        panel(
+                            "(d) overall: avg",
+                            "load",
+                            &norm,
+                            per_aqm(&|p| n(p)?.all_mean),
+                        ),
+                    ],
+                    columns: 2,
+                },
+                "fct_vs_load",
+            )?;
+            let ms = |s: &Option<crate::traffic::summary::FctStats>, p99: bool| {
+                s.as_ref()
+                    .map(|s| if p99 { s.p99_us as f64 } else { s.mean_us } / 1000.0)
+            };
+            put(
+                Figure {
+                    panels: vec![
+                        panel(
+                            "small flows: avg",
+                            "load",
+                            "FCT (ms)",
+                            per_aqm(&|p| ms(&p.fct.small, false)),
+                        ),
+                        panel(
+                            "small flows: 99th",
+                            "load",
+                            "FCT (ms)",
+                            per_aqm(&|p| ms(&p.fct.small, true)),
+                        ),
+                        panel(
+                            "large flows: avg",
+                            "load",
+                            "FCT (ms)",
+                            per_aqm(&|p| ms(&p.fct.large, false)),
+                        ),
+                        panel(
+                            "overall: avg",
+                            "load",
+                            "FCT (ms)",
+                            per_aqm(&|p| ms(&p.fct.all, false)),
+                        ),
+                    ],
+                    columns: 2,
+                },
+                "fct_vs_load_abs",
+            )?;
+        }
+        TrafficSpec::Incast(_) => {
+            let q = |p: &PointSummary, p99: bool| {
+                p.qct
+                    .as_ref()
+                    .map(|s| if p99 { s.p99_us as f64 } else { s.mean_us } / 1000.0)
+            };
+            put(
+                Figure {
+                    panels: vec![
+                        panel(
+                            "query completion time: avg",
+                            "fan-in",
+                            "QCT (ms)",
+                            per_aqm(&|p| q(p, false)),
+                        ),
+                        panel(
+                            "query completion time: 99th",
+                            "fan-in",
+                            "QCT (ms)",
+                            per_aqm(&|p| q(p, true)),
+                        ),
+                        panel(
+                            "RTOs per run",
+                            "fan-in",
+                            "TCP timeouts",
+                            per_aqm(&|p| Some(p.timeouts)),
+                        ),
+                        panel(
+                            "drops per run",
+                            "fan-in",
+                            "packets",
+                            per_aqm(&|p| Some(p.dropped_pkts)),
+                        ),
+                    ],
+                    columns: 2,
+                },
+                "incast_qct",
+            )?;
+        }
+        TrafficSpec::Static(_) => {
+            for (r, ts) in results.iter().zip(series).filter(|(r, _)| r.repeat == 0) {
+                let flows = r
+                    .statics
+                    .iter()
+                    .map(|s| Series {
+                        name: s.label.clone(),
+                        points: s
+                            .samples
+                            .iter()
+                            .map(|&(t, g)| (t as f64 / 1000.0, g))
+                            .collect(),
+                    })
+                    .collect();
+                let mut panels = vec![Panel {
+                    title: format!("{}: goodput per flow", r.aqm),
+                    x_label: "time (s)".into(),
+                    y_label: "Mbit/s".into(),
+                    series: flows,
+                    markers: false,
+                }];
+                if let Some(port) = busiest_port(ts) {
+                    panels.push(Panel {
+                        title: format!("{}: departures per queue, {port}", r.aqm),
+                        x_label: "time (s)".into(),
+                        y_label: "Mbit/s".into(),
+                        series: queue_rates_mbps(ts, &port)
+                            .into_iter()
+                            .filter(|(_, pts)| pts.iter().any(|p| p.1 > 0.0))
+                            .map(|(q, pts)| Series {
+                                name: format!("queue {q}"),
+                                points: pts.into_iter().map(|(t, y)| (t / 1000.0, y)).collect(),
+                            })
+                            .collect(),
+                        markers: false,
+                    });
+                }
+                put(Figure { panels, columns: 2 }, &format!("goodput_{}", r.aqm))?;
+            }
+        }
+    }
+    // Queue length vs time: per sweep value, one line per AQM (first repeat).
+    let mut sweeps: Vec<SweepValue> = Vec::new();
+    for r in results {
+        if !sweeps.contains(&r.sweep) {
+            sweeps.push(r.sweep);
+        }
+    }
+    for v in sweeps {
+        let mut lines = Vec::new();
+        let mut port_name = String::new();
+        for (r, ts) in results.iter().zip(series) {
+            if r.sweep != v || r.repeat != 0 {
+                continue;
+            }
+            if let Some(port) = busiest_port(ts) {
+                lines.push(Series {
+                    name: r.aqm.clone(),
+                    points: port_backlog_kb(ts, &port)
+                        .into_iter()
+                        .map(|(t, kb)| (t / 1000.0, kb))
+                        .collect(),
+                });
+                port_name = port;
+            }
+        }
+        let tag = v.tag();
+        let stem = if tag.is_empty() {
+            "queue".to_string()
+        } else {
+            format!("queue_{tag}")
+        };
+        put(
+            Figure::single(Panel {
+                title: format!("queue length, busiest port {port_name} {tag}"),
+                x_label: "time (s)".into(),
+                y_label: "backlog (KB)".into(),
+                series: lines,
+                markers: false,
+            }),
+            &stem,
+        )?;
+    }
+    Ok((files, notes))
+}

@@ -1,0 +1,23 @@
+//! The experiment runner (`softswitch-exp`, SPEC §4): a scenario file names
+//! a topology, a switch configuration, a traffic pattern and the sweep (AQMs
+//! × loads or fan-ins × repeats); the runner builds the namespaces once,
+//! runs the switch and the traffic generator for every combination, and
+//! writes raw records, a time series of the queues, summaries the way the
+//! papers report them, and plots.
+//!
+//! * [`scenario`] — the TOML format, validation, sweep expansion (no root).
+//! * [`results`] — per-combination results, pooling and normalisation to a
+//!   baseline AQM, host TCP counters (no root).
+//! * [`timeseries`] — the live-stats samples and their CSV (no root).
+//! * [`plot`], [`figures`] — PNG/SVG line charts (no root).
+//! * [`runner`] — processes, namespaces, guards (root).
+
+pub mod figures;
+pub mod plot;
+pub mod results;
+pub mod runner;
+pub mod scenario;
+pub mod timeseries;
+
+pub use runner::{run, Fault, RunOptions, RunReport};
+pub use scenario::{Combo, Scenario, ScenarioError, SweepValue, TrafficSpec};

@@ -1,0 +1,866 @@
+//! The scenario file: one TOML document describing the topology, the switch,
+//! the traffic and the sweep (`scenarios/README.md` documents every key).
+//!
+//! Parsing rejects unknown keys (a typo must not silently fall back to a
+//! default); [`Scenario::validate`] checks everything that can be checked
+//! without root, so a mistake costs seconds, not a half-finished sweep.
+//! [`Scenario::combos`] expands the sweep in the order it runs: repeat ×
+//! sweep value × AQM, AQMs innermost so that the schemes compared at one
+//! load run close together in time.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aqm::config::AQM_NAMES;
+use crate::sched::SchedName;
+use crate::units::{parse_duration, parse_rate, parse_size};
+
+/// What is wrong with a scenario, phrased so the user knows what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file cannot be read.
+    #[error("cannot read scenario {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or a key the format does not have.
+    #[error("scenario {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The TOML parser's message (line, column, expected keys).
+        message: String,
+    },
+    /// Parsed, but inconsistent.
+    #[error("scenario: {0}")]
+    Invalid(String),
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name used in the results directory (default: the file stem).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Free text, copied to the manifest.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Runs of every combination (≥ 1).
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// AQM the FCT plots are normalised to; must be one of `switch.aqm`.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Seed of the flow schedules; repeat `r` uses `seed + r`.
+    #[serde(default = "one_u64")]
+    pub seed: u64,
+    /// Host namespaces.
+    pub topology: TopologySpec,
+    /// Switch settings; `aqm` is a sweep list.
+    pub switch: SwitchSpec,
+    /// What to send.
+    pub traffic: TrafficSpec,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+
+/// `[topology]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    /// Number of host namespaces `h1..hN`.
+    pub hosts: usize,
+    /// Minimum RTO on the hosts' route, e.g. `"5ms"` (default: kernel's 200 ms).
+    #[serde(default)]
+    pub rto_min: Option<String>,
+    /// Congestion control of the hosts (default `dctcp`).
+    #[serde(default)]
+    pub cc: Option<String>,
+    /// Extra one-way delay on the switch port towards a host, e.g.
+    /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
+    #[serde(default)]
+    pub delay: BTreeMap<String, String>,
+}
+
+/// `[switch]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    /// AQMs to compare (sweep list).
+    pub aqm: Vec<String>,
+    /// Link rate of every port, e.g. `"1gbit"`.
+    #[serde(default = "default_rate")]
+    pub rate: String,
+    /// Shared buffer per port, e.g. `"96kb"` (switch default when absent).
+    #[serde(default)]
+    pub buffer: Option<String>,
+    /// Queues per port.
+    #[serde(default = "one")]
+    pub queues: u32,
+    /// Scheduler: sp, dwrr, wfq, sp+dwrr, sp+wfq.
+    #[serde(default)]
+    pub sched: Option<String>,
+    /// Base RTT the AQM defaults scale to.
+    #[serde(default = "default_rtt")]
+    pub rtt: String,
+    /// DWRR quanta, as `--quantum`.
+    #[serde(default)]
+    pub quantum: Option<String>,
+    /// WFQ weights, as `--weights`.
+    #[serde(default)]
+    pub weights: Option<String>,
+    /// Strict-priority queues, as `--strict`.
+    #[serde(default)]
+    pub strict: Option<String>,
+    /// DSCP → queue map, as `--dscp-map`.
+    #[serde(default)]
+    pub dscp_map: Option<String>,
+    /// UMEM frames of the switch (`--frames`); default: the switch's own
+    /// when it fits, else enough for every port's fill ring plus headroom
+    /// (see [`SwitchSpec::frames_for`]).
+    #[serde(default)]
+    pub frames: Option<u32>,
+    /// Per-AQM parameters: `[switch.aqm_opts.tcn] threshold = "200us"` →
+    /// `--aqm-opt threshold=200us` when that AQM runs.
+    #[serde(default)]
+    pub aqm_opts: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    /// Any further switch flags, appended verbatim.
+    #[serde(default)]
+    pub extra_args: Vec<String>,
+}
+
+impl SwitchSpec {
+    /// `--frames` to pass for `ports` ports when `frames` is not set: the
+    /// switch gives every port's AF_XDP fill ring 2048 frames at start, and
+    /// its default of 16384 frames leaves none for forwarding with 8 or more
+    /// ports (measured: 9 ports, every frame in the fill rings, all frames
+    /// dropped at ingress). Keep 8192 frames free.
+    pub fn frames_for(&self, ports: usize) -> Option<u32> {
+        const SWITCH_DEFAULT: usize = 16384;
+        const FILL_PER_PORT: usize = 2048;
+        const HEADROOM: usize = 8192;
+        if self.frames.is_some() {
+            return self.frames;
+        }
+        let need = ports * FILL_PER_PORT + HEADROOM;
+        (need > SWITCH_DEFAULT).then(|| need.next_power_of_two() as u32)
+    }
+}
+
+fn default_rate() -> String {
+    "1gbit".into()
+}
+fn default_rtt() -> String {
+    "250us".into()
+}
+
+/// `[traffic]`, chosen by `kind`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TrafficSpec {
+    /// Poisson arrivals of flows with sizes from a CDF, at swept loads.
+    Workload(WorkloadSpec),
+    /// N senders answer one receiver at once, at swept fan-ins.
+    Incast(IncastSpec),
+    /// Long-lived flows, each on its DSCP / queue.
+    Static(StaticSpec),
+}
+
+/// `kind = "workload"`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Flow-size CDF file, relative to the scenario file's directory or the
+    /// current directory (TrafficGenerator format).
+    pub cdf: String,
+    /// Loads of each client's downlink to sweep, each in (0, 1].
+    pub load: Vec<f64>,
+    /// Flows per client per combination.
+    pub flows: usize,
+    /// Flows per client with `--quick` (default `flows / 10`, at least 20).
+    #[serde(default)]
+    pub quick_flows: Option<usize>,
+    /// Persistent connections per client per server.
+    #[serde(default = "default_conns")]
+    pub conns: usize,
+    /// DSCP mix, `softswitch-tg --dscp` syntax (`"0"`, `"0,1,2,3"`, `"0:25,8:75"`).
+    #[serde(default = "default_dscp")]
+    pub dscp: String,
+    /// Receiving hosts (1-based); each runs a client asking every server.
+    pub clients: Vec<usize>,
+    /// Sending hosts (1-based); each runs a server.
+    pub servers: Vec<usize>,
+}
+
+fn default_conns() -> usize {
+    4
+}
+fn default_dscp() -> String {
+    "0".into()
+}
+
+/// `kind = "incast"`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IncastSpec {
+    /// The receiving host (1-based).
+    pub receiver: usize,
+    /// Candidate senders (1-based); fan-in `n` uses the first `n`.
+    pub servers: Vec<usize>,
+    /// Fan-ins to sweep.
+    pub fanin: Vec<usize>,
+    /// Bytes each sender answers per query, e.g. `"64kb"`.
+    pub size: String,
+    /// Queries per combination.
+    #[serde(default = "default_queries")]
+    pub queries: u32,
+    /// Queries with `--quick` (default `queries / 5`, at least 5).
+    #[serde(default)]
+    pub quick_queries: Option<u32>,
+    /// Start-to-start spacing of queries.
+    #[serde(default = "default_interval")]
+    pub interval: String,
+    /// DSCP of every flow.
+    #[serde(default)]
+    pub dscp: u8,
+}
+
+fn default_queries() -> u32 {
+    100
+}
+fn default_interval() -> String {
+    "10ms".into()
+}
+
+/// `kind = "static"`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StaticSpec {
+    /// How long every flow runs.
+    pub duration: String,
+    /// Duration with `--quick` (default a fifth, at least 2 s).
+    #[serde(default)]
+    pub quick_duration: Option<String>,
+    /// Goodput sampling period.
+    #[serde(default = "default_sample")]
+    pub sample: String,
+    /// The flows.
+    pub flows: Vec<StaticFlow>,
+}
+
+fn default_sample() -> String {
+    "100ms".into()
+}
+
+/// One long-lived flow: `server` sends to `client`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StaticFlow {
+    /// Sending host (1-based).
+    pub server: usize,
+    /// Receiving host (1-based).
+    pub client: usize,
+    /// DSCP (selects the queue through the switch's DSCP map).
+    #[serde(default)]
+    pub dscp: u8,
+    /// Pace to this rate (default unpaced).
+    #[serde(default)]
+    pub rate: Option<String>,
+}
+
+/// The swept x value of a combination.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepValue {
+    /// Workload load.
+    Load(f64),
+    /// Incast fan-in.
+    Fanin(usize),
+    /// Static flows: nothing swept but the AQM.
+    None,
+}
+
+impl SweepValue {
+    /// Numeric x for tables and plots (0 for `None`).
+    pub fn x(&self) -> f64 {
+        match *self {
+            SweepValue::Load(l) => l,
+            SweepValue::Fanin(n) => n as f64,
+            SweepValue::None => 0.0,
+        }
+    }
+
+    /// Directory-name fragment: `load0.50`, `fanin8`, or empty.
+    pub fn tag(&self) -> String {
+        match *self {
+            SweepValue::Load(l) => format!("load{l:.2}"),
+            SweepValue::Fanin(n) => format!("fanin{n}"),
+            SweepValue::None => String::new(),
+        }
+    }
+}
+
+/// One run of the switch: an AQM, a sweep value, a repetition.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Combo {
+    /// Position in the run, from 0.
+    pub index: usize,
+    /// The AQM.
+    pub aqm: String,
+    /// The swept value.
+    pub sweep: SweepValue,
+    /// Repetition, from 0.
+    pub repeat: u32,
+    /// Results subdirectory, e.g. `tcn-load0.50-r0`.
+    pub dir: String,
+}
+
+impl Scenario {
+    /// Parses TOML text (unknown keys are errors).
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+        toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads, parses and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let s = Self::from_toml(&text, path)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The name for results: `name`, else the file stem.
+    pub fn name_or(&self, path: &Path) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "scenario".into())
+        })
+    }
+
+    /// Checks everything that needs no root; the first problem found.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        let t = &self.topology;
+        if t.hosts < 2 {
+            return bad(format!(
+                "topology.hosts = {} — at least 2 hosts are needed (a sender and a receiver)",
+                t.hosts
+            ));
+        }
+        if self.repeat == 0 {
+            return bad("repeat = 0 — use at least 1".into());
+        }
+        if let Some(r) = &t.rto_min {
+            check_duration("topology.rto_min", r)?;
+        }
+        for (host, d) in &t.delay {
+            self.host_key(host)?;
+            check_duration(&format!("topology.delay.{host}"), d)?;
+        }
+        let sw = &self.switch;
+        if sw.aqm.is_empty() {
+            return bad(
+                "switch.aqm is empty — list at least one AQM, e.g. aqm = [\"dctcp\", \"tcn\"]"
+                    .into(),
+            );
+        }
+        for a in &sw.aqm {
+            if !AQM_NAMES.contains(&a.as_str()) {
+                return bad(format!(
+                    "switch.aqm: unknown AQM `{a}` — choose from {}",
+                    AQM_NAMES.join(", ")
+                ));
+            }
+        }
+        if let Some(dup) = first_duplicate(&sw.aqm) {
+            return bad(format!("switch.aqm lists `{dup}` twice"));
+        }
+        for a in sw.aqm_opts.keys() {
+            if !sw.aqm.contains(a) {
+                return bad(format!(
+                    "switch.aqm_opts.{a}: `{a}` is not in switch.aqm ({}) — remove the table or add the AQM",
+                    sw.aqm.join(", ")
+                ));
+            }
+        }
+        if let Some(b) = &self.baseline {
+            if !sw.aqm.contains(b) {
+                return bad(format!(
+                    "baseline `{b}` is not in switch.aqm ({}) — the baseline must run too",
+                    sw.aqm.join(", ")
+                ));
+            }
+        }
+        parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate `{}`: {e}", sw.rate)))?;
+        if let Some(b) = &sw.buffer {
+            parse_size(b).map_err(|e| inv(format!("switch.buffer `{b}`: {e}")))?;
+        }
+        check_duration("switch.rtt", &sw.rtt)?;
+        if !(1..=128).contains(&sw.queues) {
+            return bad(format!("switch.queues = {} — must be 1..=128", sw.queues));
+        }
+        if let Some(s) = &sw.sched {
+            if !SchedName::ALL.iter().any(|n| n.as_str() == s) {
+                return bad(format!(
+                    "switch.sched: unknown scheduler `{s}` — choose sp, dwrr, wfq, sp+dwrr or sp+wfq"
+                ));
+            }
+        }
+        match &self.traffic {
+            TrafficSpec::Workload(w) => {
+                if w.load.is_empty() {
+                    return bad(
+                        "traffic.load is empty — list at least one load, e.g. load = [0.5]".into(),
+                    );
+                }
+                for &l in &w.load {
+                    if !(l > 0.0 && l <= 1.0) {
+                        return bad(format!("traffic.load {l} is outside (0, 1]"));
+                    }
+                }
+                if w.flows == 0 || w.quick_flows == Some(0) {
+                    return bad("traffic.flows must be at least 1".into());
+                }
+                if w.conns == 0 {
+                    return bad("traffic.conns must be at least 1".into());
+                }
+                if w.clients.is_empty() || w.servers.is_empty() {
+                    return bad(
+                        "traffic.clients and traffic.servers each need at least one host".into(),
+                    );
+                }
+                self.check_hosts("traffic.clients", &w.clients)?;
+                self.check_hosts("traffic.servers", &w.servers)?;
+                if let Some(h) = w.clients.iter().find(|h| w.servers.contains(h)) {
+                    return bad(format!(
+                        "host {h} is both a client and a server — a receiving host's downlink is the bottleneck the load refers to; use separate hosts"
+                    ));
+                }
+                w.dscp
+                    .parse::<crate::traffic::dscp::DscpMix>()
+                    .map_err(|e| inv(format!("traffic.dscp `{}`: {e}", w.dscp)))?;
+            }
+            TrafficSpec::Incast(i) => {
+                if i.fanin.is_empty() {
+                    return bad(
+                        "traffic.fanin is empty — list at least one fan-in, e.g. fanin = [4, 8]"
+                            .into(),
+                    );
+                }
+                self.check_hosts("traffic.receiver", &[i.receiver])?;
+                self.check_hosts("traffic.servers", &i.servers)?;
+                if i.servers.contains(&i.receiver) {
+                    return bad(format!(
+                        "traffic.receiver {} is also in traffic.servers",
+                        i.receiver
+                    ));
+                }
+                for &n in &i.fanin {
+                    if n == 0 || n > i.servers.len() {
+                        return bad(format!(
+                            "traffic.fanin {n} needs {n} senders but traffic.servers has {} (topology.hosts = {}) — add hosts or lower the fan-in",
+                            i.servers.len(),
+                            t.hosts
+                        ));
+                    }
+                }
+                let size = parse_size(&i.size)
+                    .map_err(|e| inv(format!("traffic.size `{}`: {e}", i.size)))?;
+                if size == 0 {
+                    return bad("traffic.size must be positive".into());
+                }
+                if i.queries == 0 || i.quick_queries == Some(0) {
+                    return bad("traffic.queries must be at least 1".into());
+                }
+                check_duration("traffic.interval", &i.interval)?;
+                check_dscp(i.dscp)?;
+            }
+            TrafficSpec::Static(s) => {
+                check_duration("traffic.duration", &s.duration)?;
+                if let Some(q) = &s.quick_duration {
+                    check_duration("traffic.quick_duration", q)?;
+                }
+                check_duration("traffic.sample", &s.sample)?;
+                if s.flows.is_empty() {
+                    return bad("traffic.flows is empty — add [[traffic.flows]] tables".into());
+                }
+                for (k, f) in s.flows.iter().enumerate() {
+                    self.check_hosts(&format!("traffic.flows[{k}]"), &[f.server, f.client])?;
+                    if f.server == f.client {
+                        return bad(format!(
+                            "traffic.flows[{k}]: server and client are both host {}",
+                            f.server
+                        ));
+                    }
+                    check_dscp(f.dscp)?;
+                    if let Some(r) = &f.rate {
+                        parse_rate(r)
+                            .map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_hosts(&self, what: &str, hosts: &[usize]) -> Result<(), ScenarioError> {
+        for &h in hosts {
+            if h == 0 || h > self.topology.hosts {
+                return Err(inv(format!(
+                    "{what}: host {h} does not exist — hosts are numbered 1..={} (topology.hosts)",
+                    self.topology.hosts
+                )));
+            }
+        }
+        if let Some(d) = first_duplicate(hosts) {
+            return Err(inv(format!("{what} lists host {d} twice")));
+        }
+        Ok(())
+    }
+
+    /// `"h3"` → 3, checked against the host count.
+    pub fn host_key(&self, key: &str) -> Result<usize, ScenarioError> {
+        let n = key
+            .strip_prefix('h')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n >= 1 && n <= self.topology.hosts)
+            .ok_or_else(|| {
+                inv(format!(
+                    "topology.delay: `{key}` is not a host — use h1..h{}",
+                    self.topology.hosts
+                ))
+            })?;
+        Ok(n)
+    }
+
+    /// The sweep values of the traffic kind.
+    pub fn sweep_values(&self) -> Vec<SweepValue> {
+        match &self.traffic {
+            TrafficSpec::Workload(w) => w.load.iter().map(|&l| SweepValue::Load(l)).collect(),
+            TrafficSpec::Incast(i) => i.fanin.iter().map(|&n| SweepValue::Fanin(n)).collect(),
+            TrafficSpec::Static(_) => vec![SweepValue::None],
+        }
+    }
+
+    /// Every combination, in run order (repeat, sweep value, AQM).
+    pub fn combos(&self) -> Vec<Combo> {
+        let mut out = Vec::new();
+        for r in 0..self.repeat {
+            for v in self.sweep_values() {
+                for aqm in &self.switch.aqm {
+                    let tag = v.tag();
+                    let dir = if tag.is_empty() {
+                        format!("{aqm}-r{r}")
+                    } else {
+                        format!("{aqm}-{tag}-r{r}")
+                    };
+                    out.push(Combo {
+                        index: out.len(),
+                        aqm: aqm.clone(),
+                        sweep: v,
+                        repeat: r,
+                        dir,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The AQM plots are normalised to: `baseline`, else the first AQM.
+    pub fn baseline_aqm(&self) -> &str {
+        self.baseline.as_deref().unwrap_or(&self.switch.aqm[0])
+    }
+
+    /// Flows per client (workload), honouring `--quick`.
+    pub fn workload_flows(w: &WorkloadSpec, quick: bool) -> usize {
+        if quick {
+            w.quick_flows.unwrap_or((w.flows / 10).max(20).min(w.flows))
+        } else {
+            w.flows
+        }
+    }
+
+    /// Queries per combination (incast), honouring `--quick`.
+    pub fn incast_queries(i: &IncastSpec, quick: bool) -> u32 {
+        if quick {
+            i.quick_queries
+                .unwrap_or((i.queries / 5).max(5).min(i.queries))
+        } else {
+            i.queries
+        }
+    }
+
+    /// Flow duration (static), honouring `--quick`.
+    pub fn static_duration(s: &StaticSpec, quick: bool) -> Duration {
+        let full = Duration::from_nanos(parse_duration(&s.duration).unwrap_or(0));
+        if !quick {
+            return full;
+        }
+        match &s.quick_duration {
+            Some(q) => Duration::from_nanos(parse_duration(q).unwrap_or(0)),
+            None => (full / 5).max(Duration::from_secs(2)).min(full),
+        }
+    }
+}
+
+fn inv(m: String) -> ScenarioError {
+    ScenarioError::Invalid(m)
+}
+
+fn check_duration(what: &str, s: &str) -> Result<(), ScenarioError> {
+    parse_duration(s)
+        .map(|_| ())
+        .map_err(|e| inv(format!("{what} `{s}`: {e}")))
+}
+
+fn check_dscp(d: u8) -> Result<(), ScenarioError> {
+    if d > 63 {
+        return Err(inv(format!("DSCP {d} is outside 0..=63")));
+    }
+    Ok(())
+}
+
+fn first_duplicate<T: PartialEq + Clone>(v: &[T]) -> Option<T> {
+    v.iter()
+        .enumerate()
+        .find(|(i, x)| v[..*i].contains(x))
+        .map(|(_, x)| x.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WORKLOAD: &str = r#"
+        name = "ws"
+        baseline = "dctcp"
+        [topology]
+        hosts = 4
+        rto_min = "5ms"
+        delay = { h1 = "20us" }
+        [switch]
+        aqm = ["dctcp", "tcn"]
+        queues = 4
+        sched = "dwrr"
+        [switch.aqm_opts.tcn]
+        threshold = "200us"
+        [traffic]
+        kind = "workload"
+        cdf = "cdf/websearch.txt"
+        load = [0.3, 0.5, 0.7]
+        flows = 100
+        clients = [4]
+        servers = [1, 2, 3]
+        dscp = "0,1,2,3"
+    "#;
+
+    fn parse(s: &str) -> Result<Scenario, ScenarioError> {
+        let sc = Scenario::from_toml(s, Path::new("t.toml"))?;
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    fn err(s: &str) -> String {
+        parse(s).expect_err("should be rejected").to_string()
+    }
+
+    #[test]
+    fn workload_parses_and_expands() {
+        let s = parse(WORKLOAD).unwrap();
+        let c = s.combos();
+        assert_eq!(c.len(), 6);
+        // AQMs innermost, loads next.
+        assert_eq!(c[0].aqm, "dctcp");
+        assert_eq!(c[1].aqm, "tcn");
+        assert_eq!(c[1].sweep, SweepValue::Load(0.3));
+        assert_eq!(c[2].sweep, SweepValue::Load(0.5));
+        assert_eq!(c[5].dir, "tcn-load0.70-r0");
+        assert!(c.iter().enumerate().all(|(i, c)| c.index == i));
+        assert_eq!(s.baseline_aqm(), "dctcp");
+        let TrafficSpec::Workload(w) = &s.traffic else {
+            panic!()
+        };
+        assert_eq!(Scenario::workload_flows(w, false), 100);
+        assert_eq!(Scenario::workload_flows(w, true), 20);
+    }
+
+    #[test]
+    fn repeat_and_static_expansion() {
+        let s = parse(
+            r#"
+            repeat = 2
+            [topology]
+            hosts = 3
+            [switch]
+            aqm = ["dctcp", "tcn"]
+            [traffic]
+            kind = "static"
+            duration = "10s"
+            flows = [{ server = 1, client = 3, dscp = 0 }, { server = 2, client = 3, dscp = 1 }]
+        "#,
+        )
+        .unwrap();
+        let c = s.combos();
+        assert_eq!(c.len(), 4);
+        assert_eq!(c[3].dir, "tcn-r1");
+        assert_eq!(c[2].repeat, 1);
+        let TrafficSpec::Static(st) = &s.traffic else {
+            panic!()
+        };
+        assert_eq!(Scenario::static_duration(st, true), Duration::from_secs(2));
+        assert_eq!(
+            Scenario::static_duration(st, false),
+            Duration::from_secs(10)
+        );
+    }
+
+    #[test]
+    fn incast_fanin_expansion() {
+        let s = parse(
+            r#"
+            [topology]
+            hosts = 9
+            [switch]
+            aqm = ["tcn"]
+            [traffic]
+            kind = "incast"
+            receiver = 9
+            servers = [1, 2, 3, 4, 5, 6, 7, 8]
+            fanin = [2, 4, 8]
+            size = "64kb"
+        "#,
+        )
+        .unwrap();
+        let v: Vec<_> = s.combos().iter().map(|c| c.sweep).collect();
+        assert_eq!(
+            v,
+            [
+                SweepValue::Fanin(2),
+                SweepValue::Fanin(4),
+                SweepValue::Fanin(8)
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_grow_with_ports() {
+        let s = parse(WORKLOAD).unwrap();
+        assert_eq!(s.switch.frames_for(4), None);
+        assert_eq!(s.switch.frames_for(9), Some(32768));
+        let mut sw = s.switch.clone();
+        sw.frames = Some(8192);
+        assert_eq!(sw.frames_for(9), Some(8192));
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = err(&WORKLOAD.replace("queues = 4", "queus = 4"));
+        assert!(e.contains("queus"), "{e}");
+        assert!(e.contains("queues"), "lists the valid keys: {e}");
+        let e = err(&WORKLOAD.replace("flows = 100", "flows = 100\nflowz = 1"));
+        assert!(e.contains("flowz"), "{e}");
+        let e = err(&WORKLOAD.replace("kind = \"workload\"", "kind = \"bulk\""));
+        assert!(e.contains("bulk"), "{e}");
+    }
+
+    #[test]
+    fn empty_sweeps_are_rejected() {
+        let e = err(&WORKLOAD.replace("aqm = [\"dctcp\", \"tcn\"]", "aqm = []"));
+        assert!(e.contains("switch.aqm is empty"), "{e}");
+        let e = err(&WORKLOAD.replace("load = [0.3, 0.5, 0.7]", "load = []"));
+        assert!(e.contains("traffic.load is empty"), "{e}");
+    }
+
+    #[test]
+    fn unknown_aqm_lists_the_choices() {
+        let e = err(&WORKLOAD.replace("\"tcn\"]", "\"pie\"]"));
+        assert!(e.contains("unknown AQM `pie`"), "{e}");
+        assert!(e.contains("ecn-sharp"), "{e}");
+    }
+
+    #[test]
+    fn baseline_must_run() {
+        let e = err(&WORKLOAD.replace("baseline = \"dctcp\"", "baseline = \"red\""));
+        assert!(e.contains("baseline `red` is not in switch.aqm"), "{e}");
+    }
+
+    #[test]
+    fn fanin_larger_than_senders() {
+        let e = err(r#"
+            [topology]
+            hosts = 5
+            [switch]
+            aqm = ["tcn"]
+            [traffic]
+            kind = "incast"
+            receiver = 5
+            servers = [1, 2, 3, 4]
+            fanin = [4, 8]
+            size = "64kb"
+        "#);
+        assert!(e.contains("fanin 8 needs 8 senders"), "{e}");
+    }
+
+    #[test]
+    fn other_mistakes() {
+        let cases = [
+            (
+                WORKLOAD.replace("clients = [4]", "clients = [7]"),
+                "host 7 does not exist",
+            ),
+            (
+                WORKLOAD.replace("clients = [4]", "clients = [3]"),
+                "both a client and a server",
+            ),
+            (WORKLOAD.replace("0.7]", "1.5]"), "outside (0, 1]"),
+            (
+                WORKLOAD.replace("h1 = \"20us\"", "h9 = \"20us\""),
+                "`h9` is not a host",
+            ),
+            (
+                WORKLOAD.replace("h1 = \"20us\"", "h1 = \"20 parsecs\""),
+                "topology.delay.h1",
+            ),
+            (
+                WORKLOAD.replace("sched = \"dwrr\"", "sched = \"fifo\""),
+                "unknown scheduler",
+            ),
+            (
+                WORKLOAD.replace("aqm_opts.tcn", "aqm_opts.red"),
+                "`red` is not in switch.aqm",
+            ),
+            (
+                WORKLOAD.replace("hosts = 4", "hosts = 1"),
+                "at least 2 hosts",
+            ),
+            (
+                WORKLOAD.replace("dscp = \"0,1,2,3\"", "dscp = \"0,99\""),
+                "traffic.dscp",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(&text);
+            assert!(e.contains(want), "want `{want}` in: {e}");
+        }
+    }
+}
