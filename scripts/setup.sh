@@ -17,6 +17,7 @@ APT_PKGS=(
   bpftool                                          # registers the BPF struct_ops DCTCP
   iproute2 ethtool iperf3 iputils-ping             # host namespaces and the demo
   libelf-dev zlib1g-dev pkg-config                 # libbpf for tests / tooling
+  fonts-dejavu-core                                # text in the experiment plots (plotters)
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -499,7 +499,11 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         json: args.json,
         nice: match args.nice.unwrap_or(-10) {
             n @ -20..=19 => n,
-            n => return Err(ConfigError::Invalid(format!("--nice {n}: use a value from -20 (highest priority) to 19"))),
+            n => {
+                return Err(ConfigError::Invalid(format!(
+                    "--nice {n}: use a value from -20 (highest priority) to 19"
+                )))
+            }
         },
         timeseries: match &args.timeseries {
             Some(path) => {

@@ -1003,13 +1003,16 @@ mod tests {
             "--port-delay xt-h2-sw=100us",
             "--queues 4",
             "--sched dwrr",
-            "--frames 32768",
             "--stats-socket /tmp/s.sock",
             "--json",
             "--seed 7",
         ] {
             assert!(a.contains(want), "want `{want}` in: {a}");
         }
+        assert!(
+            !a.contains("--frames"),
+            "the switch sizes its UMEM itself: {a}"
+        );
         let d = switch_args(&sc, &t, "dctcp", Path::new("/tmp/s.sock")).join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
     }

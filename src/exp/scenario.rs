@@ -142,20 +142,11 @@ pub struct SwitchSpec {
 }
 
 impl SwitchSpec {
-    /// `--frames` to pass for `ports` ports when `frames` is not set: the
-    /// switch gives every port's AF_XDP fill ring 2048 frames at start, and
-    /// its default of 16384 frames leaves none for forwarding with 8 or more
-    /// ports (measured: 9 ports, every frame in the fill rings, all frames
-    /// dropped at ingress). Keep 8192 frames free.
-    pub fn frames_for(&self, ports: usize) -> Option<u32> {
-        const SWITCH_DEFAULT: usize = 16384;
-        const FILL_PER_PORT: usize = 2048;
-        const HEADROOM: usize = 8192;
-        if self.frames.is_some() {
-            return self.frames;
-        }
-        let need = ports * FILL_PER_PORT + HEADROOM;
-        (need > SWITCH_DEFAULT).then(|| need.next_power_of_two() as u32)
+    /// `--frames` to pass to the switch: only the scenario's own `frames`.
+    pub fn frames_for(&self, _ports: usize) -> Option<u32> {
+        // The switch sizes its UMEM from its ports, buffers and wires itself
+        // (`dataplane::frames_needed`); pass only what the scenario asks for.
+        self.frames
     }
 }
 
@@ -763,10 +754,14 @@ mod tests {
     }
 
     #[test]
-    fn frames_grow_with_ports() {
+    fn frames_only_when_the_scenario_sets_them() {
         let s = parse(WORKLOAD).unwrap();
         assert_eq!(s.switch.frames_for(4), None);
-        assert_eq!(s.switch.frames_for(9), Some(32768));
+        assert_eq!(
+            s.switch.frames_for(9),
+            None,
+            "the switch sizes its UMEM itself"
+        );
         let mut sw = s.switch.clone();
         sw.frames = Some(8192);
         assert_eq!(sw.frames_for(9), Some(8192));

@@ -266,11 +266,26 @@ pub fn unregister_bpf_dctcp() -> Result<bool, TopoError> {
     if !struct_ops_names()?.iter().any(|n| n == BPF_DCTCP) {
         return Ok(false);
     }
-    cmd::run(
-        cmd::command(BPFTOOL).args(["struct_ops", "unregister", "name", BPF_DCTCP]),
-        "unregister it by hand: `bpftool struct_ops unregister name bpf_dctcp`",
-    )?;
-    Ok(true)
+    // Sockets of the just-deleted namespaces may still hold the congestion
+    // control for a moment (EINPROGRESS, "Operation now in progress"): retry
+    // for up to 2 s before reporting it.
+    let mut last = None;
+    for _ in 0..20 {
+        match cmd::run(
+            cmd::command(BPFTOOL).args(["struct_ops", "unregister", "name", BPF_DCTCP]),
+            "unregister it by hand: `bpftool struct_ops unregister name bpf_dctcp`",
+        ) {
+            Ok(_) => return Ok(true),
+            Err(e) => {
+                if !struct_ops_names()?.iter().any(|n| n == BPF_DCTCP) {
+                    return Ok(true);
+                }
+                last = Some(e);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+    Err(last.expect("at least one attempt"))
 }
 
 #[cfg(test)]
