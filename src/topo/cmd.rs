@@ -83,18 +83,12 @@ pub fn command(tool: Tool) -> Command {
     Command::new(find_tool(tool.name).unwrap_or_else(|| PathBuf::from(tool.name)))
 }
 
-/// The effective uid, from /proc (no `unsafe` `geteuid`).
-pub fn effective_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
-}
-
 /// Errors with [`TopoError::NotRoot`] unless running as uid 0.
 pub fn require_root() -> Result<(), TopoError> {
-    match effective_uid() {
-        Some(0) => Ok(()),
-        _ => Err(TopoError::NotRoot),
+    if crate::preflight::is_root() {
+        Ok(())
+    } else {
+        Err(TopoError::NotRoot)
     }
 }
 
