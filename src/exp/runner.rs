@@ -592,6 +592,10 @@ fn run_combo(
     let mut switch = {
         let mut c = Command::new(&opts.switch_bin);
         c.args(switch_args(sc, topo, &combo.aqm, &socket));
+        // The switch's own fine-grained queue time series (every queue, 1 ms),
+        // next to the 100 ms samples the runner plots.
+        c.arg("--timeseries").arg(dir.join("switch_timeseries.csv"));
+        c.args(["--ts-interval", "1ms"]);
         let out = File::create(dir.join("switch.json"))?;
         let log = File::create(dir.join("switch.log"))?;
         Proc::spawn("softswitch", c, Stdio::from(out), Stdio::from(log))?
