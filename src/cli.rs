@@ -20,7 +20,7 @@ Examples:
   sudo softswitch --config switch.toml --rate 10gbit
 
   # live counters of a running switch:
-  softswitch stats";
+  sudo softswitch stats";
 
 /// A software datacenter switch for AQM / ECN research.
 #[derive(Parser, Debug)]
