@@ -64,9 +64,9 @@ impl Rate {
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.bits_per_sec;
-        if b >= 1_000_000_000 && b % 1_000_000 == 0 {
+        if b >= 1_000_000_000 && b.is_multiple_of(1_000_000) {
             write!(f, "{}gbit", b as f64 / 1e9)
-        } else if b >= 1_000_000 && b % 1_000 == 0 {
+        } else if b >= 1_000_000 && b.is_multiple_of(1_000) {
             write!(f, "{}mbit", b as f64 / 1e6)
         } else if b >= 1_000 {
             write!(f, "{}kbit", b as f64 / 1e3)
@@ -126,7 +126,7 @@ pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
         return Err(err());
     }
     let bps = v * mult;
-    if bps < 1.0 || bps > 1e13 {
+    if !(1.0..=1e13).contains(&bps) {
         return Err(UnitError {
             what: "rate",
             input: s.to_string(),
@@ -199,11 +199,11 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
 pub fn fmt_duration(ns: Nanos) -> String {
     if ns == 0 {
         "0".into()
-    } else if ns % SEC == 0 {
+    } else if ns.is_multiple_of(SEC) {
         format!("{}s", ns / SEC)
-    } else if ns >= MS && ns % 1000 == 0 {
+    } else if ns >= MS && ns.is_multiple_of(1000) {
         format!("{}ms", ns as f64 / 1e6)
-    } else if ns >= US && ns % 10 == 0 {
+    } else if ns >= US && ns.is_multiple_of(10) {
         format!("{}us", ns as f64 / 1e3)
     } else {
         format!("{ns}ns")
