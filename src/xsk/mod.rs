@@ -205,5 +205,4 @@ pub fn set_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// The kernel round-trip test (veth + XDP + AF_XDP, root) is netns-tests/xsk.rs.

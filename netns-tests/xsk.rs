@@ -10,9 +10,9 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::*;
-use crate::packet::FrameStore;
-use crate::xdp::XdpAttachment;
+use softswitch::packet::FrameStore;
+use softswitch::xdp::XdpAttachment;
+use softswitch::xsk::*;
 
 const ETHERTYPE_TEST: [u8; 2] = [0x88, 0xb5]; // IEEE local experimental
 
@@ -33,8 +33,7 @@ fn ip(args: &[&str]) -> bool {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    softswitch::preflight::is_root()
 }
 
 /// Receives on `s` until a test frame arrives (other frames are released).
