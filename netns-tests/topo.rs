@@ -45,7 +45,7 @@ fn switch_rx(ifname: &str) -> (u64, u64) {
 fn transfer(t: &mut TestTopo) -> (Vec<String>, String) {
     let server_ip = t.hosts[1].ip.to_string();
     t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
-    sleep(Duration::from_millis(300));
+    common::wait_listening(&t.hosts[1], 5201);
     let client = t.spawn(
         0,
         &[
