@@ -107,7 +107,8 @@ fn ping_through_switch() {
     }
     let _serial = switch_serial();
     let t = TestTopo::new(2);
-    let sw = switch(&t, "", &["--rate", "1gbit"], Duration::from_secs(30));
+    // `--cpu last`: pinned to the highest-numbered CPU (checked below).
+    let sw = switch(&t, "", &["--rate", "1gbit", "--cpu", "last"], Duration::from_secs(30));
 
     // ARP resolves through the switch (flooded broadcast, learned replies).
     ping(&t.hosts[0], t.hosts[1].ip);
@@ -131,7 +132,24 @@ fn ping_through_switch() {
         eprintln!("{name}: kernel without IPv6, IPv6 part skipped");
     }
 
+    // The data path (the main thread) is pinned to the last CPU, when there
+    // are two or more.
+    let allowed = softswitch::cpu::allowed_cpus().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{0}/task/{0}/status", sw.pid())).unwrap();
+    let pinned = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|l| softswitch::cpu::parse_cpu_list(l).unwrap())
+        .unwrap();
+    if allowed.len() >= 2 {
+        assert_eq!(pinned, vec![*allowed.iter().max().unwrap()], "{}", sw.stderr_so_far());
+        assert!(sw.stderr_so_far().contains("pinned to CPU"), "{}", sw.stderr_so_far());
+    }
+
     let j = sw.stop().assert_clean();
+    // The loop measured its own regularity.
+    assert!(j["loop"]["passes"].as_u64().unwrap_or(0) > 1000, "{}", j["loop"]);
+    assert!(j["loop"]["p50_us"].as_f64().unwrap() > 0.0, "{}", j["loop"]);
     assert!(
         j["mac_entries"].as_u64().unwrap_or(0) >= 2,
         "switch learned fewer than 2 MACs: {}",
@@ -439,6 +457,9 @@ fn bad_input_errors() {
         &["--aqm", "mq-ecn", "--sched", "wfq", "--queues", "2"],
         &["round-robin"],
     );
+    // A CPU that does not exist (checked before anything is attached).
+    expect_error(&ports, &["--cpu", "4095"], &["CPU 4095", "none"]);
+    expect_error(&ports, &["--cpu", "auto"], &["last", "none"]);
     // And after all that, a good switch starts on the same ports.
     let sw = SwitchProc::start(&ports, &[], &socket, Duration::from_secs(20));
     ping(&t.hosts[0], t.hosts[1].ip);

@@ -173,6 +173,11 @@ pub struct RunArgs {
     /// CPU priority (nice, −20..19) of the busy-polling data path (default −10).
     #[arg(long, allow_hyphen_values = true)]
     pub nice: Option<i32>,
+    /// Pin the data path to this CPU (`last`: the highest-numbered one this
+    /// process may use; default: not pinned). Best on a core kept free of
+    /// other work (isolcpus, or a cpuset).
+    #[arg(long, value_name = "N|last")]
+    pub cpu: Option<String>,
     /// UMEM frames shared by all ports (4 KiB each).
     #[arg(long)]
     pub frames: Option<u32>,

@@ -102,6 +102,8 @@ pub struct FileConfig {
     pub frames: Option<u32>,
     /// Seed for the AQMs' random decisions.
     pub seed: Option<u64>,
+    /// Data-path CPU: a number, "last" or "none".
+    pub cpu: Option<String>,
     /// Per-port overrides, by interface name.
     pub port: Option<BTreeMap<String, PortOverride>>,
 }
@@ -226,6 +228,9 @@ pub struct Settings {
     pub json: bool,
     /// Nice value of the data path.
     pub nice: i32,
+    /// CPU the data path is pinned to (resolved at start against the CPUs
+    /// the process may use).
+    pub cpu: crate::cpu::CpuChoice,
     /// Queue time-series CSV file and its sampling interval.
     pub timeseries: Option<(std::path::PathBuf, Nanos)>,
 }
@@ -505,6 +510,12 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
                 )))
             }
         },
+        cpu: match args.cpu.as_deref().or(file.cpu.as_deref()) {
+            Some(c) => c
+                .parse()
+                .map_err(|e: String| ConfigError::Invalid(format!("--cpu: {e}")))?,
+            None => crate::cpu::CpuChoice::Unpinned,
+        },
         timeseries: match &args.timeseries {
             Some(path) => {
                 let iv = time_setting("ts-interval", args.ts_interval.as_deref().unwrap_or("1ms"))?;
@@ -576,6 +587,21 @@ mod tests {
         assert_eq!(p.env.rtt_ns, 250_000);
         assert_eq!(p.delay_ns, 0);
         assert!(s.describe().contains("port a: rate 1gbit"));
+        assert_eq!(s.cpu, crate::cpu::CpuChoice::Unpinned);
+    }
+
+    #[test]
+    fn cpu_choice_from_flag_or_file() {
+        let s = resolve(&args(&["--ports", "a", "--cpu", "last"])).unwrap();
+        assert_eq!(s.cpu, crate::cpu::CpuChoice::Last);
+        let s = resolve(&args(&["--ports", "a", "--cpu", "3"])).unwrap();
+        assert_eq!(s.cpu, crate::cpu::CpuChoice::Cpu(3));
+        let e = resolve(&args(&["--ports", "a", "--cpu", "fast"])).unwrap_err().to_string();
+        assert!(e.contains("--cpu") && e.contains("last"), "{e}");
+        assert_eq!(
+            FileConfig::parse("cpu = \"1\"\n").unwrap().cpu.as_deref(),
+            Some("1")
+        );
     }
 
     #[test]

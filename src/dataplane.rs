@@ -37,6 +37,49 @@ const AGE_EVERY: Nanos = SEC;
 /// Frames received per socket per pass.
 const RX_BATCH: usize = 64;
 
+/// How regularly the data path looks at its rings: the interval between
+/// the starts of successive loop passes. A long interval is time in which
+/// no frame moved — the thread was descheduled, or a syscall (a tx kick
+/// that ran a host's TCP stack in softirq) took that long — and shapers and
+/// AQMs saw the clock jump.
+pub struct PassIntervals {
+    hist: hdrhistogram::Histogram<u64>,
+    over_100us: u64,
+}
+
+impl Default for PassIntervals {
+    fn default() -> Self {
+        Self {
+            hist: hdrhistogram::Histogram::new_with_bounds(1, 100 * SEC, 2)
+                .expect("valid histogram bounds"),
+            over_100us: 0,
+        }
+    }
+}
+
+impl PassIntervals {
+    /// Records one interval.
+    pub fn record(&mut self, ns: Nanos) {
+        self.hist.saturating_record(ns.max(1));
+        if ns > 100_000 {
+            self.over_100us += 1;
+        }
+    }
+
+    /// JSON for the counters.
+    pub fn report(&self) -> serde_json::Value {
+        let us = |q: f64| self.hist.value_at_quantile(q) as f64 / 1e3;
+        json!({
+            "passes": self.hist.len(),
+            "p50_us": us(0.5),
+            "p99_us": us(0.99),
+            "p999_us": us(0.999),
+            "max_us": self.hist.max() as f64 / 1e3,
+            "over_100us": self.over_100us,
+        })
+    }
+}
+
 /// What the switch saw, at exit.
 pub struct RunReport {
     /// The final counters (same shape as the live snapshot).
@@ -93,6 +136,7 @@ pub fn snapshot(
     names: &[String],
     now: Nanos,
     umem: Option<&FrameAccounting>,
+    passes: Option<&PassIntervals>,
 ) -> serde_json::Value {
     let ports: Vec<_> = sw
         .ports()
@@ -115,6 +159,9 @@ pub fn snapshot(
         "mac_entries": sw.bridge().entries(),
         "ports": ports,
     });
+    if let Some(p) = passes {
+        v["loop"] = p.report();
+    }
     if let Some(a) = umem {
         v["umem"] = json!({
             "frames": a.frames, "free": a.free, "in_fill": a.in_fill,
@@ -122,6 +169,17 @@ pub fn snapshot(
         });
     }
     v
+}
+
+/// The CPU `choice` names for this process's data path (None: do not pin).
+fn data_path_cpu(choice: crate::cpu::CpuChoice) -> Result<Option<u32>> {
+    if choice == crate::cpu::CpuChoice::Unpinned {
+        return Ok(None);
+    }
+    let allowed = crate::cpu::allowed_cpus().map_err(|e| anyhow::anyhow!("--cpu {choice}: {e}"))?;
+    choice
+        .resolve(&allowed)
+        .map_err(|e| anyhow::anyhow!("--cpu: {e}"))
 }
 
 /// Builds the switch from settings (no I/O).
@@ -152,6 +210,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     let names: Vec<String> = settings.ports.iter().map(|p| p.name.clone()).collect();
     let ifaces = preflight::check_ports(&names, settings.force, &SysPaths::default())?;
     let mut sw = build_switch(settings)?;
+    let cpu = data_path_cpu(settings.cpu)?;
     eprint!("{}", settings.describe());
     for i in &ifaces {
         // Frames larger than a UMEM frame can never be received whole.
@@ -227,6 +286,14 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         Nanos::MAX
     };
 
+    // Pin only now: the stats and time-series threads above stay free to
+    // run on other CPUs.
+    if let Some(c) = cpu {
+        crate::xsk::pin_current_thread(c)
+            .with_context(|| format!("pinning the data path to CPU {c} (leave out --cpu to not pin)"))?;
+        eprintln!("softswitch: data path pinned to CPU {c}");
+    }
+
     let start = Instant::now();
     let clock = || start.elapsed().as_nanos() as Nanos;
     let mut batch = [(0u64, 0u32); RX_BATCH];
@@ -236,6 +303,8 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     let mut next_publish = 0;
     let mut next_age = AGE_EVERY;
     let mut idle_passes = 0u32;
+    let mut intervals = PassIntervals::default();
+    let mut last_pass: Nanos = 0;
     let deadline = settings.duration_ns;
     eprintln!(
         "softswitch: forwarding between {} (Ctrl-C to stop)",
@@ -245,6 +314,10 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     loop {
         let mut work = 0usize;
         let now = clock();
+        if last_pass != 0 {
+            intervals.record(now - last_pass);
+        }
+        last_pass = now;
         for (port, ss) in socks.iter_mut().enumerate() {
             for s in ss.iter_mut() {
                 s.complete(&mut umem);
@@ -287,7 +360,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                 }
             }
             let acc = umem.accounting();
-            published.set(snapshot(&sw, &names, now, Some(&acc)).to_string());
+            published.set(snapshot(&sw, &names, now, Some(&acc), Some(&intervals)).to_string());
             next_publish = now + PUBLISH_EVERY;
             if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;
@@ -345,7 +418,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         w.finish().context("writing the time series")?;
     }
     let acc = umem.accounting();
-    let snap = snapshot(&sw, &names, now, Some(&acc));
+    let snap = snapshot(&sw, &names, now, Some(&acc), Some(&intervals));
     published.set(snap.to_string());
     drop(socks);
     drop(xdp);
@@ -364,6 +437,22 @@ mod tests {
         let mut v = vec!["softswitch"];
         v.extend_from_slice(args);
         crate::config::resolve(&crate::cli::Cli::try_parse_from(v).unwrap().run).unwrap()
+    }
+
+    #[test]
+    fn pass_intervals_count_stalls() {
+        let mut p = PassIntervals::default();
+        for _ in 0..998 {
+            p.record(2_000);
+        }
+        p.record(150_000);
+        p.record(3_000_000);
+        let r = p.report();
+        assert_eq!(r["passes"], 1000);
+        assert_eq!(r["over_100us"], 2);
+        assert!((r["p50_us"].as_f64().unwrap() - 2.0).abs() < 0.05, "{r}");
+        assert!((r["max_us"].as_f64().unwrap() - 3000.0).abs() < 30.0, "{r}");
+        assert!(r["p999_us"].as_f64().unwrap() >= 149.0, "{r}");
     }
 
     #[test]

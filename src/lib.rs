@@ -13,6 +13,7 @@ pub mod aqm;
 pub mod bridge;
 pub mod cli;
 pub mod config;
+pub mod cpu;
 pub mod dataplane;
 pub mod delay;
 pub mod exp;

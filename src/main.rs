@@ -102,7 +102,7 @@ fn topo_down(prefix: &str) -> Result<()> {
     if r.is_empty() {
         eprintln!("softswitch: nothing to remove for prefix {prefix:?}");
     } else {
-        eprintln!("softswitch: removed {r}");
+        eprintln!("softswitch: {r}");
     }
     Ok(())
 }

@@ -111,6 +111,18 @@ pub fn render(snap: &Value) -> String {
             u(&eg["max_backlog_bytes"]),
         ));
     }
+    if let Some(l) = snap.get("loop") {
+        let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
+        out.push_str(&format!(
+            "data path: {} passes, interval p50 {:.1} us p99 {:.1} us p99.9 {:.1} us max {:.1} us, {} over 100 us\n",
+            u(&l["passes"]),
+            f("p50_us"),
+            f("p99_us"),
+            f("p999_us"),
+            f("max_us"),
+            u(&l["over_100us"]),
+        ));
+    }
     if let Some(m) = snap.get("umem") {
         out.push_str(&format!(
             "umem: {} frames: free {}, lent to the kernel for rx {}, held {}, in tx {}{}\n",
@@ -148,9 +160,11 @@ mod tests {
                            "queues": []},
                 "backlog_bytes": 0, "backlog_pkts": 0
             }],
-            "umem": {"frames": 16, "free": 8, "in_fill": 8, "held_by_app": 0, "in_tx": 0, "balanced": true}
+            "umem": {"frames": 16, "free": 8, "in_fill": 8, "held_by_app": 0, "in_tx": 0, "balanced": true},
+            "loop": {"passes": 1000, "p50_us": 1.5, "p99_us": 9.0, "p999_us": 40.0, "max_us": 900.0, "over_100us": 3}
         });
         let t = render(&snap);
+        assert!(t.contains("data path: 1000 passes, interval p50 1.5 us p99 9.0 us p99.9 40.0 us max 900.0 us, 3 over 100 us"), "{t}");
         assert!(t.contains("port veth0: rx 10 pkts 15.0 KB"), "{t}");
         assert!(t.contains("(1000.0 Mbit/s avg)"), "{t}");
         assert!(t.contains("drops: buffer_full=3 |"), "{t}");
