@@ -152,3 +152,68 @@ fn frame_round_trip_over_shared_umem() {
     assert_eq!(acc.in_tx, 0);
     assert_eq!(acc.free + acc.in_fill, 64);
 }
+
+/// (major, minor) of the running kernel.
+fn kernel_version() -> (u32, u32) {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut it = r.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0))
+}
+
+/// Copy mode sends 32 frames per tx kick unless the socket raised the
+/// budget (`XDP_MAX_TX_SKB_BUDGET`, Linux ≥ 6.17): there, a burst of 200
+/// frames leaves in one kick; elsewhere `flush` kicks until it is gone.
+#[test]
+fn a_burst_leaves_in_one_kick_where_the_kernel_allows_it() {
+    if !is_root() {
+        eprintln!("skipping a_burst_leaves_in_one_kick_where_the_kernel_allows_it: needs root");
+        return;
+    }
+    let _ = ip(&["link", "del", "sxtC"]);
+    if !ip(&["link", "add", "sxtC", "type", "veth", "peer", "name", "sxtD"]) {
+        eprintln!("skipping: cannot create a veth pair here");
+        return;
+    }
+    let _guard = VethGuard("sxtC");
+    for d in ["sxtC", "sxtD"] {
+        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{d}/disable_ipv6"), "1");
+        assert!(ip(&["link", "set", d, "up"]));
+    }
+    let mut umem = Umem::new(1024, 2048).expect("UMEM");
+    let mut xdp = XdpAttachment::attach(&["sxtC"]).expect("attach XDP");
+    let opts = XskOptions {
+        rx_size: 64,
+        fill_size: 64,
+        tx_size: 256,
+        comp_size: 256,
+        mode: ModeRequest::Auto,
+    };
+    let mut s = XskSocket::bind(&mut umem, "sxtC", 0, &opts).expect("bind");
+    xdp.register_socket(0, 0, s.fd()).unwrap();
+    let new_kernel = kernel_version() >= (6, 17);
+    assert_eq!(s.tx_budget(), if new_kernel { 256 } else { 32 });
+
+    // 200 test frames (to a multicast address nobody listens to; sxtD's
+    // stack drops them).
+    let mut frame = vec![0x01, 0x00, 0x5e, 0x7f, 0x00, 0x01, 0x02, 0, 0, 0, 0, 9];
+    frame.extend_from_slice(&ETHERTYPE_TEST);
+    frame.resize(200, 0xab);
+    for _ in 0..200 {
+        let f = umem.alloc().expect("a free frame");
+        umem.bytes_mut(f, frame.len() as u32).copy_from_slice(&frame);
+        s.send(&mut umem, f, frame.len() as u32).unwrap();
+    }
+    let before = s.kicks();
+    s.flush();
+    let kicks = s.kicks() - before;
+    wait_complete(&mut s, &mut umem);
+    assert_eq!(s.tx_pending(), 0, "all 200 frames completed");
+    if new_kernel {
+        assert_eq!(kicks, 1, "one kick for 200 frames with a 256-frame budget");
+    } else {
+        assert!(kicks >= 7, "200 frames at 32 per kick took {kicks} kicks");
+    }
+    let acc = umem.accounting();
+    assert!(acc.is_balanced(), "{acc:?}");
+    assert_eq!(acc.in_tx, 0);
+}

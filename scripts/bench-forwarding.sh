@@ -64,7 +64,7 @@ ip netns exec "$H1" ping -c 2 -i 0.2 "$IP2" >/dev/null
 read -r SS_TCP SS_PPS SS_RTT SS_ALL < <(measure)
 echo "softswitch: TCP ${SS_TCP} Gbit/s (runs: $SS_ALL), UDP 64B ${SS_PPS} kpps, ping p50 ${SS_RTT} us"
 kill -INT "$SW_PID"; wait "$SW_PID" || true; SW_PID=
-grep -E "^port|drops" "$LOG.out" || true
+grep -E "^port|drops|^data path" "$LOG.out" || true
 rm -f "$LOG" "$LOG.out"
 
 python3 - "$BR_TCP" "$SS_TCP" "$BR_PPS" "$SS_PPS" "$BR_RTT" "$SS_RTT" <<'PY'

@@ -43,6 +43,8 @@ pub struct XskSocket {
     in_tx: u32,
     /// Wake-up syscalls made (tx kicks + fill wakeups).
     kicks: u64,
+    /// Frames the kernel sends per copy-mode tx kick.
+    tx_budget: u32,
 }
 
 impl std::fmt::Debug for XskSocket {
@@ -81,6 +83,10 @@ pub(super) fn new_xdp_socket() -> Result<OwnedFd, XskError> {
     // SAFETY: fd is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
+
+/// `XDP_MAX_TX_SKB_BUDGET` (uapi `linux/if_xdp.h`, Linux ≥ 6.17): frames
+/// one copy-mode tx kick may send, 32 up to the tx ring's size.
+const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 
 /// `setsockopt(fd, SOL_XDP, opt, value)`.
 pub(super) fn setsockopt<T>(fd: RawFd, opt: libc::c_int, value: &T) -> io::Result<()> {
@@ -200,6 +206,11 @@ impl XskSocket {
         )?;
         sockopt("setsockopt(XDP_RX_RING)", libc::XDP_RX_RING, &opts.rx_size)?;
         sockopt("setsockopt(XDP_TX_RING)", libc::XDP_TX_RING, &opts.tx_size)?;
+        // Copy mode sends at most 32 frames per kick unless told otherwise
+        // (XDP_MAX_TX_SKB_BUDGET, Linux ≥ 6.17): allow a whole ring per
+        // kick. Older kernels refuse the option; they keep 32 per kick and
+        // `flush` kicks again.
+        let tx_budget_set = setsockopt(fd, XDP_MAX_TX_SKB_BUDGET, &opts.tx_size).is_ok();
 
         let (off, off_len) = getsockopt::<libc::xdp_mmap_offsets>(fd, libc::XDP_MMAP_OFFSETS)
             .map_err(|source| XskError::Syscall {
@@ -305,6 +316,7 @@ impl XskSocket {
             in_fill: 0,
             in_tx: 0,
             kicks: 0,
+            tx_budget: if tx_budget_set { opts.tx_size } else { 32 },
         };
         s.refill(umem);
         Ok(s)
@@ -410,7 +422,8 @@ impl XskSocket {
     /// Publishes queued tx descriptors and kicks the kernel to send them.
     ///
     /// In copy mode one `sendto` transmits only a small batch (the kernel's
-    /// per-call budget, 32 frames), so keep kicking while the tx ring holds
+    /// per-call budget: 32 frames, or the ring's size where `bind` could raise it
+    /// with `XDP_MAX_TX_SKB_BUDGET`), so keep kicking while the tx ring holds
     /// descriptors the kernel has not consumed — a single kick per loop
     /// stalls TCP (NOTES.md). Stops early when the kernel makes no progress
     /// (e.g. EAGAIN: completion ring full — call `complete`).
@@ -494,6 +507,12 @@ impl XskSocket {
     /// keeping up (or was descheduled).
     pub fn rx_backlog(&self) -> u32 {
         self.rx.cons_backlog()
+    }
+
+    /// Frames one copy-mode tx kick may send: the tx ring's size where the
+    /// kernel takes `XDP_MAX_TX_SKB_BUDGET` (Linux ≥ 6.17), else 32.
+    pub fn tx_budget(&self) -> u32 {
+        self.tx_budget
     }
 
     /// Wake-up syscalls made so far.
