@@ -126,6 +126,9 @@ pub struct ComboResult {
     pub switch: SwitchTotals,
     /// The hosts' counters.
     pub hosts: HostTotals,
+    /// Where the queue figures' samples came from: `switch_timeseries.csv`
+    /// (the switch's own, every 1 ms) or `timeseries.csv` (polled, 100 ms).
+    pub queue_samples: String,
 }
 
 /// FCT / QCT statistics of one (AQM, x) over its repetitions.
@@ -337,6 +340,7 @@ mod tests {
                 timeouts: repeat as u64,
                 ..Default::default()
             },
+            queue_samples: "switch_timeseries.csv".into(),
         }
     }
 

@@ -28,7 +28,7 @@ use super::results::{
     StaticFlowResult, SwitchTotals,
 };
 use super::scenario::{Combo, Scenario, SweepValue, TrafficSpec};
-use super::timeseries::{samples_from_snapshot, write_csv, QueueSample};
+use super::timeseries::{from_switch_csv, samples_from_snapshot, write_csv, QueueSample};
 use crate::topo::{self, CongestionControl, TopoConfig, Topology};
 use crate::units::parse_duration;
 
@@ -592,8 +592,8 @@ fn run_combo(
     let mut switch = {
         let mut c = Command::new(&opts.switch_bin);
         c.args(switch_args(sc, topo, &combo.aqm, &socket));
-        // The switch's own fine-grained queue time series (every queue, 1 ms),
-        // next to the 100 ms samples the runner plots.
+        // The switch's own fine-grained queue time series (every queue,
+        // 1 ms): what the queue figures plot.
         c.arg("--timeseries").arg(dir.join("switch_timeseries.csv"));
         c.args(["--ts-interval", "1ms"]);
         let out = File::create(dir.join("switch.json"))?;
@@ -625,8 +625,12 @@ fn run_combo(
     // Sampler: live snapshots every POLL until told to stop.
     let sampling = Arc::new(AtomicBool::new(true));
     let samples = Arc::new(Mutex::new(Vec::new()));
+    // The switch's clock (ms) at sampling start, from the first snapshot:
+    // lines its own 1 ms time series up with the traffic.
+    let switch_offset_ms = Arc::new(Mutex::new(None::<f64>));
     let sampler = {
         let (sampling, samples, socket) = (sampling.clone(), samples.clone(), socket.clone());
+        let offset = switch_offset_ms.clone();
         thread::spawn(move || {
             let start = Instant::now();
             let mut next = start;
@@ -634,6 +638,13 @@ fn run_combo(
                 if let Ok(text) = crate::stats::fetch(&socket) {
                     if let Ok(v) = serde_json::from_str::<Value>(&text) {
                         let t_ms = start.elapsed().as_millis() as u64;
+                        let mut o = offset.lock().unwrap_or_else(|e| e.into_inner());
+                        if o.is_none() {
+                            if let Some(e) = v["elapsed_s"].as_f64() {
+                                *o = Some(e * 1000.0 - t_ms as f64);
+                            }
+                        }
+                        drop(o);
                         samples
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -685,6 +696,25 @@ fn run_combo(
         std::io::BufWriter::new(File::create(dir.join("timeseries.csv"))?),
         &series,
     )?;
+    // Figures use the switch's own 1 ms series when it is there and lines
+    // up; the 100 ms polled one otherwise.
+    let offset = *switch_offset_ms.lock().unwrap_or_else(|e| e.into_inner());
+    let polled = ("timeseries.csv".to_string(), series);
+    let (queue_samples, series) =
+        match (offset, fs::read_to_string(dir.join("switch_timeseries.csv"))) {
+            (Some(off), Ok(text)) => match from_switch_csv(&text, &topo.switch_ifs(), off) {
+                Ok(fine) if !fine.is_empty() => ("switch_timeseries.csv".to_string(), fine),
+                Ok(_) => polled,
+                Err(e) => {
+                    eprintln!(
+                        "softswitch-exp: {}: switch_timeseries.csv unreadable ({e}); plotting the 100 ms samples",
+                        combo.dir
+                    );
+                    polled
+                }
+            },
+            _ => polled,
+        };
 
     let mut r = ComboResult {
         aqm: combo.aqm.clone(),
@@ -698,6 +728,7 @@ fn run_combo(
         wall_us,
         switch: switch_totals,
         hosts,
+        queue_samples,
     };
     for p in &procs {
         let v: Value = serde_json::from_str(

@@ -1,6 +1,8 @@
-//! Queue-length time series from the switch's live snapshots (polled every
-//! 100 ms, the switch's own publishing period), one CSV row per sample,
-//! port and queue:
+//! Queue-length time series, as the figures use them: from the switch's
+//! own `--timeseries` CSV (every 1 ms, [`from_switch_csv`]) or, as a
+//! fallback, from its live snapshots (polled every 100 ms, the switch's
+//! publishing period). The runner writes the polled ones, one CSV row per
+//! sample, port and queue:
 //!
 //! ```text
 //! t_ms,port,queue,backlog_bytes,dequeued_bytes,marked_pkts,dropped_pkts
@@ -65,6 +67,51 @@ pub fn samples_from_snapshot(t_ms: u64, v: &serde_json::Value) -> Vec<QueueSampl
     out
 }
 
+/// Converts the switch's own time series (`--timeseries`, the CSV of
+/// [`crate::timeseries`]: `t_us,port,queue,backlog_bytes,backlog_pkts,
+/// dequeued_bytes,marks,drops`, port as an index) into samples: ports named
+/// from `ports` (the switch's `--ports` order), time in ms since traffic
+/// start, where the switch's clock read `offset_ms` at traffic start. Rows
+/// before that are left out.
+pub fn from_switch_csv(text: &str, ports: &[String], offset_ms: f64) -> Result<Vec<QueueSample>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if n == 0 {
+            if line.trim() != crate::timeseries::HEADER {
+                return Err(format!("unexpected header `{line}`"));
+            }
+            continue;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        let bad = || format!("line {}: `{line}`", n + 1);
+        if f.len() != 8 {
+            return Err(bad());
+        }
+        let num = |i: usize| f[i].parse::<u64>().map_err(|_| bad());
+        let t_us: f64 = f[0].parse().map_err(|_| bad())?;
+        let t_ms = t_us / 1000.0 - offset_ms;
+        if t_ms < 0.0 {
+            continue;
+        }
+        let port = ports
+            .get(num(1)? as usize)
+            .ok_or_else(|| format!("line {}: port {} of {}", n + 1, f[1], ports.len()))?;
+        out.push(QueueSample {
+            t_ms: t_ms.round() as u64,
+            port: port.clone(),
+            queue: num(2)? as usize,
+            backlog_bytes: num(3)?,
+            dequeued_bytes: num(5)?,
+            marked_pkts: num(6)?,
+            dropped_pkts: num(7)?,
+        });
+    }
+    Ok(out)
+}
+
 /// Writes the header and the rows.
 pub fn write_csv(mut w: impl Write, samples: &[QueueSample]) -> io::Result<()> {
     writeln!(w, "{CSV_HEADER}")?;
@@ -107,7 +154,12 @@ pub fn port_backlog_kb(samples: &[QueueSample], port: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Per queue of one port: `(t_ms, Mbit/s)` from dequeued-byte differences.
+/// Shortest window a departure rate is averaged over: 1 ms samples would
+/// show the scheduler's round granularity, not the shares.
+const RATE_WINDOW_MS: u64 = 10;
+
+/// Per queue of one port: `(t_ms, Mbit/s)` from dequeued-byte differences
+/// over windows of at least 10 ms.
 pub fn queue_rates_mbps(samples: &[QueueSample], port: &str) -> Vec<(usize, Vec<(f64, f64)>)> {
     let mut per_q: std::collections::BTreeMap<usize, Vec<(u64, u64)>> = Default::default();
     for s in samples.iter().filter(|s| s.port == port) {
@@ -119,14 +171,19 @@ pub fn queue_rates_mbps(samples: &[QueueSample], port: &str) -> Vec<(usize, Vec<
     per_q
         .into_iter()
         .map(|(q, pts)| {
-            let rates = pts
-                .windows(2)
-                .filter(|w| w[1].0 > w[0].0)
-                .map(|w| {
-                    let bits = w[1].1.saturating_sub(w[0].1) as f64 * 8.0;
-                    (w[1].0 as f64, bits / ((w[1].0 - w[0].0) as f64 * 1000.0))
-                })
-                .collect();
+            let mut rates = Vec::new();
+            let mut from: Option<(u64, u64)> = None;
+            for &(t, bytes) in &pts {
+                match from {
+                    None => from = Some((t, bytes)),
+                    Some((t0, b0)) if t >= t0 + RATE_WINDOW_MS => {
+                        let bits = bytes.saturating_sub(b0) as f64 * 8.0;
+                        rates.push((t as f64, bits / ((t - t0) as f64 * 1000.0)));
+                        from = Some((t, bytes));
+                    }
+                    Some(_) => {}
+                }
+            }
             (q, rates)
         })
         .collect()
@@ -165,5 +222,56 @@ mod tests {
         // 1.25 MB in 100 ms = 100 Mbit/s.
         let r = queue_rates_mbps(&s, "p-h1-sw");
         assert_eq!(r[0], (0, vec![(100.0, 100.0)]));
+    }
+
+    #[test]
+    fn rates_from_1ms_samples_use_10ms_windows() {
+        // 125 KB per ms = 1 Gbit/s, for 30 ms.
+        let s: Vec<QueueSample> = (0..=30u64)
+            .map(|t| QueueSample {
+                t_ms: t,
+                port: "p".into(),
+                queue: 0,
+                backlog_bytes: 0,
+                dequeued_bytes: t * 125_000,
+                marked_pkts: 0,
+                dropped_pkts: 0,
+            })
+            .collect();
+        let r = queue_rates_mbps(&s, "p");
+        assert_eq!(r[0].1, vec![(10.0, 1000.0), (20.0, 1000.0), (30.0, 1000.0)]);
+    }
+
+    #[test]
+    fn switch_csv_becomes_samples_from_traffic_start() {
+        let text = format!(
+            "{}\n500.0,0,0,100,1,0,0,0\n1500.0,0,0,3000,2,1500,1,0\n1500.0,1,2,64,1,0,0,0\n2500.0,1,0,0,0,9000,0,2\n",
+            crate::timeseries::HEADER
+        );
+        let ports = vec!["x-h1-sw".to_string(), "x-h2-sw".to_string()];
+        let s = from_switch_csv(&text, &ports, 1.0).unwrap();
+        // The 0.5 ms row is before traffic start (1 ms on the switch's clock).
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            s[0],
+            QueueSample {
+                t_ms: 1,
+                port: "x-h1-sw".into(),
+                queue: 0,
+                backlog_bytes: 3000,
+                dequeued_bytes: 1500,
+                marked_pkts: 1,
+                dropped_pkts: 0
+            }
+        );
+        assert_eq!((s[1].port.as_str(), s[1].queue, s[1].backlog_bytes), ("x-h2-sw", 2, 64));
+        assert_eq!((s[2].t_ms, s[2].dropped_pkts), (2, 2));
+        // Malformed input is an error that says where.
+        let e = from_switch_csv("t_us,port\n", &ports, 0.0).unwrap_err();
+        assert!(e.contains("header"), "{e}");
+        let bad = format!("{}\n1.0,7,0,0,0,0,0,0\n", crate::timeseries::HEADER);
+        assert!(from_switch_csv(&bad, &ports, 0.0).unwrap_err().contains("port 7"));
+        let bad = format!("{}\n1.0,0,0,x,0,0,0,0\n", crate::timeseries::HEADER);
+        assert!(from_switch_csv(&bad, &ports, 0.0).unwrap_err().contains("line 2"));
     }
 }
