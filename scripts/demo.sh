@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The demo: two DCTCP hosts in network namespaces, softswitch between them at
 # 1 Gbit/s with TCN marking, a 10 s iperf3 transfer, then what the switch and
-# the hosts saw. Sets up whatever is missing first. Usage: sudo scripts/demo.sh
+# the hosts saw. Sets up whatever is missing first. Usage: scripts/demo.sh (as root;
+# otherwise it re-runs itself with sudo)
 # Environment: AQM (default tcn), RATE (1gbit), DURATION (10), PREFIX (demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
-  echo "scripts/demo.sh needs root (namespaces, XDP): sudo scripts/demo.sh" >&2
+  # Not root: ask sudo (where there is one) to re-run us.
+  command -v sudo >/dev/null && exec sudo -E "$0" "$@"
+  echo "scripts/demo.sh needs root (namespaces, XDP): run it as root" >&2
   exit 1
 fi
 AQM=${AQM:-tcn}

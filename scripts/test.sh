@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests, then the namespace tests (root).
-# Installs what is missing first (scripts/setup.sh). Usage: sudo scripts/test.sh
+# Installs what is missing first (scripts/setup.sh). Usage: scripts/test.sh (as root;
+# otherwise it re-runs itself with sudo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
-  echo "scripts/test.sh needs root (namespace tests, XDP, packages): sudo scripts/test.sh" >&2
+  # Not root: ask sudo (where there is one) to re-run us.
+  command -v sudo >/dev/null && exec sudo -E "$0" "$@"
+  echo "scripts/test.sh needs root (namespace tests, XDP, packages): run it as root" >&2
   exit 1
 fi
 bash scripts/setup.sh
