@@ -32,6 +32,22 @@ fn ip(args: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
+/// Creates the veth pair `a` ⇄ `b`, up, IPv6 off; deleted when the guard
+/// drops. None (after a message) when this machine cannot make one.
+fn veth_pair(a: &'static str, b: &'static str) -> Option<VethGuard> {
+    let _ = ip(&["link", "del", a]);
+    if !ip(&["link", "add", a, "type", "veth", "peer", "name", b]) {
+        eprintln!("skipping: cannot create a veth pair here");
+        return None;
+    }
+    let guard = VethGuard(a);
+    for d in [a, b] {
+        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{d}/disable_ipv6"), "1");
+        assert!(ip(&["link", "set", d, "up"]));
+    }
+    Some(guard)
+}
+
 fn is_root() -> bool {
     softswitch::preflight::is_root()
 }
@@ -74,18 +90,9 @@ fn frame_round_trip_over_shared_umem() {
         eprintln!("skipping frame_round_trip_over_shared_umem: needs root (veth, XDP, AF_XDP)");
         return;
     }
-    let _ = ip(&["link", "del", "sxtA"]);
-    if !ip(&[
-        "link", "add", "sxtA", "type", "veth", "peer", "name", "sxtB",
-    ]) {
-        eprintln!("skipping: cannot create a veth pair here");
+    let Some(_guard) = veth_pair("sxtA", "sxtB") else {
         return;
-    }
-    let _guard = VethGuard("sxtA");
-    for d in ["sxtA", "sxtB"] {
-        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{d}/disable_ipv6"), "1");
-        assert!(ip(&["link", "set", d, "up"]));
-    }
+    };
 
     let mut umem = Umem::new(64, 2048).expect("UMEM");
     let mut xdp = XdpAttachment::attach(&["sxtA", "sxtB"]).expect("attach XDP");
@@ -169,16 +176,9 @@ fn a_burst_leaves_in_one_kick_where_the_kernel_allows_it() {
         eprintln!("skipping a_burst_leaves_in_one_kick_where_the_kernel_allows_it: needs root");
         return;
     }
-    let _ = ip(&["link", "del", "sxtC"]);
-    if !ip(&["link", "add", "sxtC", "type", "veth", "peer", "name", "sxtD"]) {
-        eprintln!("skipping: cannot create a veth pair here");
+    let Some(_guard) = veth_pair("sxtC", "sxtD") else {
         return;
-    }
-    let _guard = VethGuard("sxtC");
-    for d in ["sxtC", "sxtD"] {
-        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{d}/disable_ipv6"), "1");
-        assert!(ip(&["link", "set", d, "up"]));
-    }
+    };
     let mut umem = Umem::new(1024, 2048).expect("UMEM");
     let mut xdp = XdpAttachment::attach(&["sxtC"]).expect("attach XDP");
     let opts = XskOptions {
