@@ -146,7 +146,11 @@ fn workload_run_records_every_flow() {
     assert!(ts.lines().count() > 6 * 10, "{} rows", ts.lines().count());
     // The figures plot the switch's own 1 ms series, lined up with traffic.
     let result = read_json(&dir.join("result.json"));
-    assert_eq!(result["queue_samples"], "switch_timeseries.csv", "{}", result["queue_samples"]);
+    assert_eq!(
+        result["queue_samples"], "switch_timeseries.csv",
+        "{}",
+        result["queue_samples"]
+    );
     let sw = read_json(&dir.join("switch.json"));
     assert_eq!(sw["ports"].as_array().unwrap().len(), 3);
     let hosts = read_json(&dir.join("hosts.json"));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{
     iperf_receiver_bps, iperf_retransmits, measure, ping, skip_unless_root, skip_unless_tools,
-    stats_socket, switch_serial, wait_listening, CpuUse, CpuWatch, SwitchProc, TestTopo,
+    stats_socket, switch_serial, CpuUse, CpuWatch, SwitchProc, TestTopo,
 };
 
 /// Seconds each class sends.
@@ -61,20 +61,9 @@ fn two_classes(sched: &[&str]) -> (Shares, CpuUse) {
     );
     ping(&t.hosts[0], t.hosts[2].ip);
     ping(&t.hosts[1], t.hosts[2].ip);
-    let dst = t.hosts[2].ip.to_string();
-    t.spawn(2, &["iperf3", "-s", "-1", "-p", "5201"]);
-    t.spawn(2, &["iperf3", "-s", "-1", "-p", "5202"]);
-    wait_listening(&t.hosts[2], 5201);
-    wait_listening(&t.hosts[2], 5202);
-    let secs = SECS.to_string();
-    let common = ["-t", &secs, "-O", "1", "-J", "--connect-timeout", "3000"];
-    let mut a = vec!["iperf3", "-c", &dst, "-p", "5201", "-S", "0x20"];
-    a.extend_from_slice(&common);
-    let mut b = vec!["iperf3", "-c", &dst, "-p", "5202", "-P", "4"];
-    b.extend_from_slice(&common);
     let watch = CpuWatch::start(sw.pid());
-    let ca = t.spawn(0, &a);
-    let cb = t.spawn(1, &b);
+    let ca = t.iperf_start(0, 2, 5201, SECS, &["-O", "1", "-J", "-S", "0x20"]);
+    let cb = t.iperf_start(1, 2, 5202, SECS, &["-O", "1", "-J", "-P", "4"]);
     let timeout = Duration::from_secs(SECS as u64 + 20);
     let out_a = t.wait(ca, timeout);
     let out_b = t.wait(cb, timeout);

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use common::{
     iperf_receiver_bps, iperf_retransmits, measure, ping, run_ok, skip_unless_root,
-    skip_unless_tools, stats_socket, switch_serial, tcp_ext_counter, wait_listening, wait_no_xdp,
-    xdp_attached, CpuUse, CpuWatch, SwitchProc, TestTopo,
+    skip_unless_tools, stats_socket, switch_serial, tcp_ext_counter, wait_no_xdp, xdp_attached,
+    CpuUse, CpuWatch, SwitchProc, TestTopo,
 };
 use softswitch::topo::Host;
 
@@ -76,27 +76,11 @@ fn ipv6_addr(host: &Host, scope: &str) -> Option<String> {
 }
 
 /// Runs `iperf3 -c` from `from` to `to` for `secs` seconds with `-J` plus
-/// `extra`; the server is spawned in `to` first. Returns the client's JSON.
+/// `extra`. Returns the client's JSON.
 fn iperf(t: &mut TestTopo, from: usize, to: usize, secs: u32, extra: &[&str]) -> String {
-    let server_ip = t.hosts[to].ip.to_string();
-    t.spawn(to, &["iperf3", "-s", "-1", "-p", "5201"]);
-    wait_listening(&t.hosts[to], 5201);
-    let secs_s = secs.to_string();
-    let mut args = vec![
-        "iperf3",
-        "-c",
-        &server_ip,
-        "-p",
-        "5201",
-        "-t",
-        &secs_s,
-        "-J",
-        "--connect-timeout",
-        "3000",
-    ];
+    let mut args = vec!["-J"];
     args.extend_from_slice(extra);
-    let client = t.spawn(from, &args);
-    t.wait(client, Duration::from_secs(secs as u64 + 15))
+    t.iperf(from, to, secs, &args)
 }
 
 #[test]
@@ -108,7 +92,12 @@ fn ping_through_switch() {
     let _serial = switch_serial();
     let t = TestTopo::new(2);
     // `--cpu last`: pinned to the highest-numbered CPU (checked below).
-    let sw = switch(&t, "", &["--rate", "1gbit", "--cpu", "last"], Duration::from_secs(30));
+    let sw = switch(
+        &t,
+        "",
+        &["--rate", "1gbit", "--cpu", "last"],
+        Duration::from_secs(30),
+    );
 
     // ARP resolves through the switch (flooded broadcast, learned replies).
     ping(&t.hosts[0], t.hosts[1].ip);
@@ -142,13 +131,26 @@ fn ping_through_switch() {
         .map(|l| softswitch::cpu::parse_cpu_list(l).unwrap())
         .unwrap();
     if allowed.len() >= 2 {
-        assert_eq!(pinned, vec![*allowed.iter().max().unwrap()], "{}", sw.stderr_so_far());
-        assert!(sw.stderr_so_far().contains("pinned to CPU"), "{}", sw.stderr_so_far());
+        assert_eq!(
+            pinned,
+            vec![*allowed.iter().max().unwrap()],
+            "{}",
+            sw.stderr_so_far()
+        );
+        assert!(
+            sw.stderr_so_far().contains("pinned to CPU"),
+            "{}",
+            sw.stderr_so_far()
+        );
     }
 
     let j = sw.stop().assert_clean();
     // The loop measured its own regularity.
-    assert!(j["loop"]["passes"].as_u64().unwrap_or(0) > 1000, "{}", j["loop"]);
+    assert!(
+        j["loop"]["passes"].as_u64().unwrap_or(0) > 1000,
+        "{}",
+        j["loop"]
+    );
     assert!(j["loop"]["p50_us"].as_f64().unwrap() > 0.0, "{}", j["loop"]);
     assert!(
         j["mac_entries"].as_u64().unwrap_or(0) >= 2,
@@ -176,23 +178,7 @@ fn dctcp_transfer_negotiates_ecn() {
         Duration::from_secs(30),
     );
     let server_ip = t.hosts[1].ip.to_string();
-    t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
-    wait_listening(&t.hosts[1], 5201);
-    let client = t.spawn(
-        0,
-        &[
-            "iperf3",
-            "-c",
-            &server_ip,
-            "-p",
-            "5201",
-            "-t",
-            "3",
-            "-J",
-            "--connect-timeout",
-            "3000",
-        ],
-    );
+    let client = t.iperf_start(0, 1, 5201, 3, &["-J"]);
     // Sample `ss -tino` of the sender while the transfer runs.
     let mut seen = None;
     let mut last = String::new();

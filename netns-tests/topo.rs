@@ -44,22 +44,7 @@ fn switch_rx(ifname: &str) -> (u64, u64) {
 /// every 0.25 s during it (10 samples), and the iperf3 client's output.
 fn transfer(t: &mut TestTopo) -> (Vec<String>, String) {
     let server_ip = t.hosts[1].ip.to_string();
-    t.spawn(1, &["iperf3", "-s", "-1", "-p", "5201"]);
-    common::wait_listening(&t.hosts[1], 5201);
-    let client = t.spawn(
-        0,
-        &[
-            "iperf3",
-            "-c",
-            &server_ip,
-            "-p",
-            "5201",
-            "-t",
-            "3",
-            "--connect-timeout",
-            "3000",
-        ],
-    );
+    let client = t.iperf_start(0, 1, 5201, 3, &[]);
     let mut samples = Vec::new();
     for _ in 0..10 {
         sleep(Duration::from_millis(250));

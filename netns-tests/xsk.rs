@@ -163,7 +163,10 @@ fn frame_round_trip_over_shared_umem() {
 /// (major, minor) of the running kernel.
 fn kernel_version() -> (u32, u32) {
     let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut it = r.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut it = r
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
 
@@ -200,7 +203,8 @@ fn a_burst_leaves_in_one_kick_where_the_kernel_allows_it() {
     frame.resize(200, 0xab);
     for _ in 0..200 {
         let f = umem.alloc().expect("a free frame");
-        umem.bytes_mut(f, frame.len() as u32).copy_from_slice(&frame);
+        umem.bytes_mut(f, frame.len() as u32)
+            .copy_from_slice(&frame);
         s.send(&mut umem, f, frame.len() as u32).unwrap();
     }
     let before = s.kicks();

@@ -596,7 +596,9 @@ mod tests {
         assert_eq!(s.cpu, crate::cpu::CpuChoice::Last);
         let s = resolve(&args(&["--ports", "a", "--cpu", "3"])).unwrap();
         assert_eq!(s.cpu, crate::cpu::CpuChoice::Cpu(3));
-        let e = resolve(&args(&["--ports", "a", "--cpu", "fast"])).unwrap_err().to_string();
+        let e = resolve(&args(&["--ports", "a", "--cpu", "fast"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--cpu") && e.contains("last"), "{e}");
         assert_eq!(
             FileConfig::parse("cpu = \"1\"\n").unwrap().cpu.as_deref(),

@@ -74,7 +74,10 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         let bad = || format!("bad CPU list `{}`", s.trim());
         let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().map_err(|_| bad())?, b.parse::<u32>().map_err(|_| bad())?),
+            Some((a, b)) => (
+                a.parse::<u32>().map_err(|_| bad())?,
+                b.parse::<u32>().map_err(|_| bad())?,
+            ),
             None => {
                 let n = part.parse::<u32>().map_err(|_| bad())?;
                 (n, n)
@@ -133,7 +136,10 @@ mod tests {
     #[test]
     fn cpu_lists_parse_and_format() {
         assert_eq!(parse_cpu_list("0-1\n").unwrap(), vec![0, 1]);
-        assert_eq!(parse_cpu_list("0-3,8,10-11").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
         assert_eq!(parse_cpu_list("5,1,1").unwrap(), vec![1, 5]);
         for bad in ["", "a", "3-1", "1-", "-2", "0-99999999"] {
             assert!(parse_cpu_list(bad).is_err(), "{bad:?}");
@@ -152,7 +158,10 @@ mod tests {
         assert_eq!(CpuChoice::Unpinned.resolve(&[0, 1]).unwrap(), None);
         assert_eq!(CpuChoice::Cpu(0).resolve(&[0, 1]).unwrap(), Some(0));
         let e = CpuChoice::Cpu(5).resolve(&[0, 1]).unwrap_err();
-        assert!(e.contains("CPU 5") && e.contains("0-1") && e.contains("none"), "{e}");
+        assert!(
+            e.contains("CPU 5") && e.contains("0-1") && e.contains("none"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -141,6 +141,45 @@ impl TestTopo {
         self.children.len() - 1
     }
 
+    /// Starts an iperf3 transfer `from` → `to` (host indices) on `port`:
+    /// a one-shot server in `to`, waited for until it listens, then the
+    /// client (`-t secs`, a 3 s connect timeout, plus `extra`, e.g. `-J`).
+    /// Returns the client's handle for [`Self::wait`].
+    pub fn iperf_start(
+        &mut self,
+        from: usize,
+        to: usize,
+        port: u16,
+        secs: u32,
+        extra: &[&str],
+    ) -> usize {
+        let server_ip = self.topo.hosts[to].ip.to_string();
+        let port_s = port.to_string();
+        self.spawn(to, &["iperf3", "-s", "-1", "-p", &port_s]);
+        wait_listening(&self.topo.hosts[to], port);
+        let secs_s = secs.to_string();
+        let mut args = vec![
+            "iperf3",
+            "-c",
+            &server_ip,
+            "-p",
+            &port_s,
+            "-t",
+            &secs_s,
+            "--connect-timeout",
+            "3000",
+        ];
+        args.extend_from_slice(extra);
+        self.spawn(from, &args)
+    }
+
+    /// [`Self::iperf_start`] on port 5201 and wait for it; returns the
+    /// client's output.
+    pub fn iperf(&mut self, from: usize, to: usize, secs: u32, extra: &[&str]) -> String {
+        let client = self.iperf_start(from, to, 5201, secs, extra);
+        self.wait(client, Duration::from_secs(secs as u64 + 15))
+    }
+
     /// Waits up to `timeout` for a spawned process; panics if it hangs or
     /// fails. Returns its stdout.
     pub fn wait(&mut self, handle: usize, timeout: Duration) -> String {

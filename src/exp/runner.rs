@@ -700,21 +700,23 @@ fn run_combo(
     // up; the 100 ms polled one otherwise.
     let offset = *switch_offset_ms.lock().unwrap_or_else(|e| e.into_inner());
     let polled = ("timeseries.csv".to_string(), series);
-    let (queue_samples, series) =
-        match (offset, fs::read_to_string(dir.join("switch_timeseries.csv"))) {
-            (Some(off), Ok(text)) => match from_switch_csv(&text, &topo.switch_ifs(), off) {
-                Ok(fine) if !fine.is_empty() => ("switch_timeseries.csv".to_string(), fine),
-                Ok(_) => polled,
-                Err(e) => {
-                    eprintln!(
+    let (queue_samples, series) = match (
+        offset,
+        fs::read_to_string(dir.join("switch_timeseries.csv")),
+    ) {
+        (Some(off), Ok(text)) => match from_switch_csv(&text, &topo.switch_ifs(), off) {
+            Ok(fine) if !fine.is_empty() => ("switch_timeseries.csv".to_string(), fine),
+            Ok(_) => polled,
+            Err(e) => {
+                eprintln!(
                         "softswitch-exp: {}: switch_timeseries.csv unreadable ({e}); plotting the 100 ms samples",
                         combo.dir
                     );
-                    polled
-                }
-            },
-            _ => polled,
-        };
+                polled
+            }
+        },
+        _ => polled,
+    };
 
     let mut r = ComboResult {
         aqm: combo.aqm.clone(),

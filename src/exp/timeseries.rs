@@ -73,7 +73,11 @@ pub fn samples_from_snapshot(t_ms: u64, v: &serde_json::Value) -> Vec<QueueSampl
 /// from `ports` (the switch's `--ports` order), time in ms since traffic
 /// start, where the switch's clock read `offset_ms` at traffic start. Rows
 /// before that are left out.
-pub fn from_switch_csv(text: &str, ports: &[String], offset_ms: f64) -> Result<Vec<QueueSample>, String> {
+pub fn from_switch_csv(
+    text: &str,
+    ports: &[String],
+    offset_ms: f64,
+) -> Result<Vec<QueueSample>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if n == 0 {
@@ -264,14 +268,21 @@ mod tests {
                 dropped_pkts: 0
             }
         );
-        assert_eq!((s[1].port.as_str(), s[1].queue, s[1].backlog_bytes), ("x-h2-sw", 2, 64));
+        assert_eq!(
+            (s[1].port.as_str(), s[1].queue, s[1].backlog_bytes),
+            ("x-h2-sw", 2, 64)
+        );
         assert_eq!((s[2].t_ms, s[2].dropped_pkts), (2, 2));
         // Malformed input is an error that says where.
         let e = from_switch_csv("t_us,port\n", &ports, 0.0).unwrap_err();
         assert!(e.contains("header"), "{e}");
         let bad = format!("{}\n1.0,7,0,0,0,0,0,0\n", crate::timeseries::HEADER);
-        assert!(from_switch_csv(&bad, &ports, 0.0).unwrap_err().contains("port 7"));
+        assert!(from_switch_csv(&bad, &ports, 0.0)
+            .unwrap_err()
+            .contains("port 7"));
         let bad = format!("{}\n1.0,0,0,x,0,0,0,0\n", crate::timeseries::HEADER);
-        assert!(from_switch_csv(&bad, &ports, 0.0).unwrap_err().contains("line 2"));
+        assert!(from_switch_csv(&bad, &ports, 0.0)
+            .unwrap_err()
+            .contains("line 2"));
     }
 }
