@@ -203,6 +203,15 @@ pub fn write_all(
         }
     }
     // Queue length vs time: per sweep value, one line per AQM (first repeat).
+    // Incast queries repeat every `interval`: at 1 ms resolution a whole run
+    // is a wall of spikes, so show the first ten queries from the first
+    // backlog on.
+    let window_ms = match &sc.traffic {
+        TrafficSpec::Incast(i) => crate::units::parse_duration(&i.interval)
+            .ok()
+            .map(|ns| 10.0 * ns as f64 / 1e6),
+        _ => None,
+    };
     let mut sweeps: Vec<SweepValue> = Vec::new();
     for r in results {
         if !sweeps.contains(&r.sweep) {
@@ -217,12 +226,19 @@ pub fn write_all(
                 continue;
             }
             if let Some(port) = busiest_port(ts) {
+                let pts = port_backlog_kb(ts, &port);
+                let pts = match window_ms {
+                    Some(w) => {
+                        let t0 = pts.iter().find(|p| p.1 > 0.0).map_or(0.0, |p| p.0);
+                        pts.into_iter()
+                            .filter(|p| p.0 >= t0 - 1.0 && p.0 <= t0 + w)
+                            .collect()
+                    }
+                    None => pts,
+                };
                 lines.push(Series {
                     name: r.aqm.clone(),
-                    points: port_backlog_kb(ts, &port)
-                        .into_iter()
-                        .map(|(t, kb)| (t / 1000.0, kb))
-                        .collect(),
+                    points: pts.into_iter().map(|(t, kb)| (t / 1000.0, kb)).collect(),
                 });
                 port_name = port;
             }
@@ -235,7 +251,12 @@ pub fn write_all(
         };
         put(
             Figure::single(Panel {
-                title: format!("queue length, busiest port {port_name} {tag}"),
+                title: match window_ms {
+                    Some(_) => {
+                        format!("queue length, first 10 queries, busiest port {port_name} {tag}")
+                    }
+                    None => format!("queue length, busiest port {port_name} {tag}"),
+                },
                 x_label: "time (s)".into(),
                 y_label: "backlog (KB)".into(),
                 series: lines,
