@@ -8,9 +8,9 @@
 //! moving the hosts' stack work off the switch's CPU (Receive Packet
 //! Steering) raised unshaped throughput but made the hosts' ACKs arrive in
 //! batches, so a 1 Gbit/s port overflowed its buffer (BENCHMARKS.md,
-//! "Where the hosts' work runs").
+//! "Where the CPU goes").
 //!
-//! The parsing here is pure; the syscall is in `xsk`.
+//! Everything here but [`allowed_cpus`] is pure; the syscall is in `xsk`.
 
 use std::fmt;
 

@@ -305,7 +305,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     let mut next_age = AGE_EVERY;
     let mut idle_passes = 0u32;
     let mut intervals = PassIntervals::default();
-    let mut last_pass: Nanos = 0;
+    let mut last_pass = clock();
     let deadline = settings.duration_ns;
     eprintln!(
         "softswitch: forwarding between {} (Ctrl-C to stop)",
@@ -315,9 +315,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     loop {
         let mut work = 0usize;
         let now = clock();
-        if last_pass != 0 {
-            intervals.record(now - last_pass);
-        }
+        intervals.record(now - last_pass);
         last_pass = now;
         for (port, ss) in socks.iter_mut().enumerate() {
             for s in ss.iter_mut() {

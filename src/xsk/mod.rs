@@ -205,9 +205,9 @@ pub fn set_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
-/// Pins a thread to one CPU (`sched_setaffinity`); `tid` 0 is the calling
-/// thread. Threads it spawns afterwards inherit the pinning.
-pub fn pin_thread(tid: i32, cpu: u32) -> std::io::Result<()> {
+/// Pins the calling thread to one CPU (`sched_setaffinity`). Threads it
+/// spawns afterwards inherit the pinning.
+pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     if cpu as usize >= libc::CPU_SETSIZE as usize {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -216,22 +216,17 @@ pub fn pin_thread(tid: i32, cpu: u32) -> std::io::Result<()> {
     }
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set, CPU_SET
     // writes inside it (index checked above), and sched_setaffinity reads
-    // exactly size_of::<cpu_set_t>() bytes from it.
+    // exactly size_of::<cpu_set_t>() bytes from it. pid 0: this thread.
     let r = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if r == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
     }
-}
-
-/// Pins the calling thread to one CPU.
-pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
-    pin_thread(0, cpu)
 }
 
 // The kernel round-trip test (veth + XDP + AF_XDP, root) is netns-tests/xsk.rs.

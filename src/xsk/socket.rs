@@ -88,6 +88,10 @@ pub(super) fn new_xdp_socket() -> Result<OwnedFd, XskError> {
 /// one copy-mode tx kick may send, 32 up to the tx ring's size.
 const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 
+/// Frames a copy-mode tx kick sends when the budget cannot be raised (the
+/// kernel's `TX_BATCH_SIZE`).
+const DEFAULT_TX_BUDGET: u32 = 32;
+
 /// `setsockopt(fd, SOL_XDP, opt, value)`.
 pub(super) fn setsockopt<T>(fd: RawFd, opt: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: value points to a live T of the size we pass.
@@ -316,7 +320,11 @@ impl XskSocket {
             in_fill: 0,
             in_tx: 0,
             kicks: 0,
-            tx_budget: if tx_budget_set { opts.tx_size } else { 32 },
+            tx_budget: if tx_budget_set {
+                opts.tx_size
+            } else {
+                DEFAULT_TX_BUDGET
+            },
         };
         s.refill(umem);
         Ok(s)
