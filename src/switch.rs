@@ -201,6 +201,7 @@ impl<A: Aqm> Switch<A> {
         mut tx: impl FnMut(u16, Packet),
     ) {
         for (i, p) in self.ports.iter_mut().enumerate() {
+            p.egress.tick(now);
             while let Some(pkt) = p.egress.dequeue(now, store) {
                 p.wire.push(pkt, now);
             }
@@ -216,7 +217,13 @@ impl<A: Aqm> Switch<A> {
     pub fn next_event(&self, now: Nanos) -> Option<Nanos> {
         self.ports
             .iter()
-            .flat_map(|p| [p.egress.next_ready(now), p.wire.next_release()])
+            .flat_map(|p| {
+                [
+                    p.egress.next_ready(now),
+                    p.wire.next_release(),
+                    p.egress.aqm().next_tick(),
+                ]
+            })
             .flatten()
             .min()
     }

@@ -411,6 +411,17 @@ impl Aqm for AqmKind {
     fn on_idle(&mut self, now: Nanos) {
         dispatch!(self, a => a.on_idle(now))
     }
+    #[inline]
+    fn on_tick(&mut self, now: Nanos) {
+        dispatch!(self, a => a.on_tick(now))
+    }
+    #[inline]
+    fn next_tick(&self) -> Option<Nanos> {
+        dispatch!(self, a => a.next_tick())
+    }
+    fn gauges(&self, emit: &mut dyn FnMut(&'static str, f64)) {
+        dispatch!(self, a => a.gauges(emit))
+    }
 }
 
 #[cfg(test)]

@@ -166,6 +166,21 @@ pub trait Aqm {
     fn on_round(&mut self, _queue: usize, _now: Nanos) {}
     /// The port's buffer became empty at `now`.
     fn on_idle(&mut self, _now: Nanos) {}
+    /// Time passes, with or without packets: the port calls this on every
+    /// switch poll (at least once per data-path pass). AQMs with measurement
+    /// periods (PRED's FCS and QLA, DiffECN's flow counting) close their
+    /// periods here, so a period that sees no packet still ends. Must be cheap
+    /// when nothing is due (compare `now` with the next boundary).
+    fn on_tick(&mut self, _now: Nanos) {}
+    /// The next time `on_tick` has work (a period boundary); an event-driven
+    /// data path wakes up for it. None: nothing scheduled.
+    fn next_tick(&self) -> Option<Nanos> {
+        None
+    }
+    /// Internal state worth plotting over time (N_flow, K_p, slope, ...), as
+    /// `(name, value)` pairs; sampled into the switch's per-port time series.
+    /// Names are fixed strings (snake_case); the same set every call.
+    fn gauges(&self, _emit: &mut dyn FnMut(&'static str, f64)) {}
 }
 
 pub mod codel;
@@ -173,6 +188,7 @@ pub mod config;
 pub mod dctcp;
 pub mod droptail;
 pub mod ecnsharp;
+pub mod flowcount;
 #[cfg(test)]
 mod invariants;
 pub mod mqecn;

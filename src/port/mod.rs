@@ -258,6 +258,13 @@ impl<A: Aqm> EgressPort<A> {
         }
     }
 
+    /// Lets time pass at `now` for the AQM's periods (see `Aqm::on_tick`);
+    /// the switch calls it on every poll.
+    #[inline]
+    pub fn tick(&mut self, now: Nanos) {
+        self.aqm.on_tick(now);
+    }
+
     /// Earliest time `dequeue` may return a packet (≤ now: at once; None:
     /// the port is empty). A hint for the I/O loop: a dequeue-AQM drop may
     /// make the real next departure later.
