@@ -107,7 +107,7 @@ pub struct RunArgs {
     /// Per-frame overhead counted against the rate, bytes (default 24: preamble, FCS, gap).
     #[arg(long)]
     pub overhead: Option<u32>,
-    /// Link time a busy port may make up when the poll loop ran late (1ms; 0 = strict token bucket); dequeue AQMs see the stall-free departure time.
+    /// Software-robustness option: link time a busy port may make up when the poll loop ran late (default 0 = the prototype's strict token bucket; e.g. 1ms). Bursts above rate + bucket are then counted by the fidelity guard; dequeue AQMs see the stall-free departure time.
     #[arg(long)]
     pub catchup: Option<String>,
     /// Shared buffer per port (default 96kb, the TCN testbed's per-port buffer at 1 Gbit/s).
@@ -190,4 +190,13 @@ pub struct RunArgs {
     /// Print counters as JSON on exit.
     #[arg(long)]
     pub json: bool,
+    /// Fidelity guard: a run is not faithful when a port loses more than this share of the link time it was backlogged for (default 1%).
+    #[arg(long, value_name = "SHARE")]
+    pub max_lost: Option<String>,
+    /// Fidelity guard: ... or when the data path stalls longer than this at once while frames wait (default 5ms).
+    #[arg(long, value_name = "TIME")]
+    pub max_stall: Option<String>,
+    /// Fidelity guard: ... or spends more than this share of the run in stalls over 100us (default 2%).
+    #[arg(long, value_name = "SHARE")]
+    pub max_stalled: Option<String>,
 }

@@ -35,8 +35,10 @@ pub const DEFAULT_RTT: &str = "250us";
 pub const DEFAULT_RATE: &str = "1gbit";
 /// Default shared buffer per port (TCN testbed: 96 KB per port at 1 Gbit/s).
 pub const DEFAULT_BUFFER: &str = "96kb";
-/// Default link time a busy port may make up when the poll loop was late (see `shaper`).
-pub const DEFAULT_CATCHUP: &str = "1ms";
+/// Default link time a busy port may make up when the poll loop was late:
+/// none, the prototype's strict token bucket (tcn.txt §5; see `shaper`).
+/// Catch-up is a software-robustness option (`--catchup 1ms`).
+pub const DEFAULT_CATCHUP: &str = "0";
 /// IP MTU assumed for AQM defaults and buffer checks.
 pub const MTU: u32 = 1500;
 
@@ -104,6 +106,12 @@ pub struct FileConfig {
     pub seed: Option<u64>,
     /// Data-path CPU: a number, "last" or "none".
     pub cpu: Option<String>,
+    /// Fidelity guard: largest share of backlogged link time that may be lost.
+    pub max_lost: Option<String>,
+    /// Fidelity guard: longest single data-path stall.
+    pub max_stall: Option<String>,
+    /// Fidelity guard: largest share of the run spent in stalls.
+    pub max_stalled: Option<String>,
     /// Per-port overrides, by interface name.
     pub port: Option<BTreeMap<String, PortOverride>>,
 }
@@ -184,6 +192,21 @@ pub fn size_setting(key: &str, s: &str) -> Result<u64, ConfigError> {
     })
 }
 
+/// Reads a share: `1%`, `0.5 %` or a fraction `0.01`, in [0, 1].
+pub fn share_setting(key: &str, s: &str) -> Result<f64, ConfigError> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(ConfigError::Invalid(format!(
+            "--{key} {s:?}: give a share from 0 to 100 %, e.g. 1% or 0.01"
+        ))),
+    }
+}
+
 /// Reads a time setting.
 pub fn time_setting(key: &str, s: &str) -> Result<Nanos, ConfigError> {
     units::parse_duration(s).map_err(|err| ConfigError::Unit {
@@ -233,6 +256,8 @@ pub struct Settings {
     pub cpu: crate::cpu::CpuChoice,
     /// Queue time-series CSV file and its sampling interval.
     pub timeseries: Option<(std::path::PathBuf, Nanos)>,
+    /// Fidelity guard limits.
+    pub guard: crate::fidelity::Thresholds,
 }
 
 impl Settings {
@@ -246,12 +271,18 @@ impl Settings {
             } else {
                 c.rate.to_string()
             };
+            let shaper = if c.catchup_ns == 0 {
+                "strict".to_string()
+            } else {
+                format!("catch-up {}", units::fmt_duration(c.catchup_ns))
+            };
             out.push_str(&format!(
-                "port {}: rate {} (bucket {} B, +{} B/frame), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {}\n",
+                "port {}: rate {} (bucket {} B, +{} B/frame, {}), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {}\n",
                 p.name,
                 rate,
                 c.bucket_bytes,
                 c.overhead_bytes,
+                shaper,
                 c.buffer_bytes,
                 c.queues,
                 c.sched.kind.as_str(),
@@ -260,6 +291,14 @@ impl Settings {
                 p.aqm.describe(),
             ));
         }
+        let g = &self.guard;
+        out.push_str(&format!(
+            "fidelity guard: not faithful if a port loses > {:.1} % of its backlogged link time, \
+             sends above rate + bucket, or the data path stalls > {} at once or > {:.1} % of the run\n",
+            g.max_lost * 100.0,
+            units::fmt_duration(g.max_stall_ns),
+            g.max_stalled * 100.0
+        ));
         out
     }
 }
@@ -516,6 +555,23 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
                 .map_err(|e: String| ConfigError::Invalid(format!("--cpu: {e}")))?,
             None => crate::cpu::CpuChoice::Unpinned,
         },
+        guard: {
+            let d = crate::fidelity::Thresholds::default();
+            crate::fidelity::Thresholds {
+                max_lost: match args.max_lost.as_ref().or(file.max_lost.as_ref()) {
+                    Some(v) => share_setting("max-lost", v)?,
+                    None => d.max_lost,
+                },
+                max_stall_ns: match args.max_stall.as_ref().or(file.max_stall.as_ref()) {
+                    Some(v) => time_setting("max-stall", v)?,
+                    None => d.max_stall_ns,
+                },
+                max_stalled: match args.max_stalled.as_ref().or(file.max_stalled.as_ref()) {
+                    Some(v) => share_setting("max-stalled", v)?,
+                    None => d.max_stalled,
+                },
+            }
+        },
         timeseries: match &args.timeseries {
             Some(path) => {
                 let iv = time_setting("ts-interval", args.ts_interval.as_deref().unwrap_or("1ms"))?;
@@ -709,5 +765,53 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("96kb"));
+    }
+
+    #[test]
+    fn fidelity_guard_and_strict_shaper_defaults() {
+        let parse = |extra: &[&str]| {
+            let mut v = vec!["softswitch", "--ports", "a,b"];
+            v.extend_from_slice(extra);
+            resolve(
+                &<crate::cli::Cli as clap::Parser>::try_parse_from(v)
+                    .unwrap()
+                    .run,
+            )
+        };
+        let s = parse(&[]).unwrap();
+        assert_eq!(
+            s.ports[0].port.catchup_ns, 0,
+            "the prototype's strict bucket"
+        );
+        assert_eq!(s.guard, crate::fidelity::Thresholds::default());
+        assert!(
+            s.describe().contains("2500 B, +24 B/frame, strict"),
+            "{}",
+            s.describe()
+        );
+        assert!(s
+            .describe()
+            .contains("fidelity guard: not faithful if a port loses > 1.0 %"));
+        let s = parse(&[
+            "--catchup",
+            "1ms",
+            "--max-lost",
+            "2.5%",
+            "--max-stall",
+            "10ms",
+            "--max-stalled",
+            "0.05",
+        ])
+        .unwrap();
+        assert_eq!(s.ports[0].port.catchup_ns, 1_000_000);
+        assert!(s.describe().contains("catch-up 1ms"), "{}", s.describe());
+        assert_eq!(
+            (s.guard.max_lost, s.guard.max_stall_ns, s.guard.max_stalled),
+            (0.025, 10_000_000, 0.05)
+        );
+        let e = parse(&["--max-lost", "150%"]).unwrap_err().to_string();
+        assert!(e.contains("--max-lost") && e.contains("1%"), "{e}");
+        let e = parse(&["--max-stall", "soon"]).unwrap_err().to_string();
+        assert!(e.starts_with("max-stall:"), "{e}");
     }
 }

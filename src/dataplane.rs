@@ -22,6 +22,7 @@ use serde_json::json;
 use crate::aqm::AqmKind;
 use crate::bridge::BridgeConfig;
 use crate::config::Settings;
+use crate::fidelity::{self, LoopStalls, Thresholds};
 use crate::packet::Packet;
 use crate::preflight::{self, SysPaths};
 use crate::stats::{Published, StatsServer};
@@ -36,15 +37,25 @@ const PUBLISH_EVERY: Nanos = 100 * MS;
 const AGE_EVERY: Nanos = SEC;
 /// Frames received per socket per pass.
 const RX_BATCH: usize = 64;
+/// An interval between passes longer than this is a stall (no frame moved).
+const STALL_NS: Nanos = 100_000;
 
 /// How regularly the data path looks at its rings: the interval between
 /// the starts of successive loop passes. A long interval is time in which
 /// no frame moved — the thread was descheduled, or a syscall (a tx kick
 /// that ran a host's TCP stack in softirq) took that long — and shapers and
 /// AQMs saw the clock jump.
+///
+/// For the fidelity guard a long interval is a *stall* only when frames were
+/// waiting for the data path at its end: the pass that followed received
+/// frames, or the switch held packets. An idle switch that gave its CPU away
+/// delayed nothing.
 pub struct PassIntervals {
     hist: hdrhistogram::Histogram<u64>,
     over_100us: u64,
+    stalls: u64,
+    stalled_ns: Nanos,
+    max_stall_ns: Nanos,
 }
 
 impl Default for PassIntervals {
@@ -53,16 +64,34 @@ impl Default for PassIntervals {
             hist: hdrhistogram::Histogram::new_with_bounds(1, 100 * SEC, 2)
                 .expect("valid histogram bounds"),
             over_100us: 0,
+            stalls: 0,
+            stalled_ns: 0,
+            max_stall_ns: 0,
         }
     }
 }
 
 impl PassIntervals {
-    /// Records one interval.
-    pub fn record(&mut self, ns: Nanos) {
+    /// Records one interval; `delayed_frames`: frames were waiting at its end.
+    pub fn record(&mut self, ns: Nanos, delayed_frames: bool) {
         self.hist.saturating_record(ns.max(1));
-        if ns > 100_000 {
+        if ns > STALL_NS {
             self.over_100us += 1;
+            if delayed_frames {
+                self.stalls += 1;
+                self.stalled_ns += ns;
+                self.max_stall_ns = self.max_stall_ns.max(ns);
+            }
+        }
+    }
+
+    /// The stalls of a run `elapsed_ns` long, for the fidelity guard.
+    pub fn stalls(&self, elapsed_ns: Nanos) -> LoopStalls {
+        LoopStalls {
+            elapsed_ns,
+            count: self.stalls,
+            stalled_ns: self.stalled_ns,
+            max_ns: self.max_stall_ns,
         }
     }
 
@@ -76,6 +105,9 @@ impl PassIntervals {
             "p999_us": us(0.999),
             "max_us": self.hist.max() as f64 / 1e3,
             "over_100us": self.over_100us,
+            "stalls": self.stalls,
+            "stalled_ms": self.stalled_ns as f64 / 1e6,
+            "max_stall_us": self.max_stall_ns as f64 / 1e3,
         })
     }
 }
@@ -130,19 +162,27 @@ fn rx_queues(name: &str) -> u32 {
         .clamp(1, crate::xdp::MAX_QUEUES)
 }
 
-/// The JSON snapshot of the switch's counters, served live and printed at exit.
+/// The JSON snapshot of the switch's counters, served live and printed at
+/// exit, with the fidelity guard's verdict against `guard`.
 pub fn snapshot(
     sw: &Switch<AqmKind>,
     names: &[String],
     now: Nanos,
     umem: Option<&FrameAccounting>,
     passes: Option<&PassIntervals>,
+    guard: &Thresholds,
 ) -> serde_json::Value {
+    let links: Vec<_> = sw
+        .ports()
+        .iter()
+        .map(|p| p.egress.shaper().fidelity(now))
+        .collect();
     let ports: Vec<_> = sw
         .ports()
         .iter()
         .zip(names)
-        .map(|(p, n)| {
+        .zip(&links)
+        .map(|((p, n), l)| {
             json!({
                 "name": n,
                 "io": p.io,
@@ -151,6 +191,13 @@ pub fn snapshot(
                 "backlog_pkts": p.egress.backlog_pkts(),
                 "on_wire_pkts": p.wire.len(),
                 "aqm": p.egress.aqm().report(),
+                "link": {
+                    "busy_ns": l.busy_ns,
+                    "lost_ns": l.lost_ns,
+                    "lost_fraction": l.lost_fraction(),
+                    "excess_bytes": l.excess_bytes,
+                    "excess_pkts": l.excess_pkts,
+                },
             })
         })
         .collect();
@@ -159,9 +206,12 @@ pub fn snapshot(
         "mac_entries": sw.bridge().entries(),
         "ports": ports,
     });
+    let stalls = passes.map(|p| p.stalls(now));
     if let Some(p) = passes {
         v["loop"] = p.report();
     }
+    let named: Vec<(&str, _)> = names.iter().map(|n| n.as_str()).zip(links).collect();
+    v["fidelity"] = json!(fidelity::judge(&named, stalls.as_ref(), guard));
     if let Some(a) = umem {
         v["umem"] = json!({
             "frames": a.frames, "free": a.free, "in_fill": a.in_fill,
@@ -279,7 +329,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         None => None,
     };
     let ts_interval = settings.timeseries.as_ref().map_or(Nanos::MAX, |t| t.1);
-    let mut ts_batch: Vec<crate::timeseries::Sample> = Vec::with_capacity(4096);
+    let mut ts_batch = crate::timeseries::Batch::with_capacity(4096);
     let mut next_sample = if settings.timeseries.is_some() {
         0
     } else {
@@ -315,8 +365,9 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     loop {
         let mut work = 0usize;
         let now = clock();
-        intervals.record(now - last_pass);
+        let interval = now - last_pass;
         last_pass = now;
+        let held = sw.held_packets() > 0 || pending.iter().any(|q| !q.is_empty());
         for (port, ss) in socks.iter_mut().enumerate() {
             for s in ss.iter_mut() {
                 s.complete(&mut umem);
@@ -328,6 +379,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                 }
             }
         }
+        intervals.record(interval, held || work > 0);
         let now = clock();
         sw.poll(now, &mut umem, |port, pkt| {
             pending[port as usize].push_back(pkt)
@@ -349,17 +401,31 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         }
 
         if now >= next_sample {
-            crate::timeseries::sample(&sw, now, &mut ts_batch);
+            let stalls = intervals.stalls(now);
+            crate::timeseries::sample(&sw, now, Some(&stalls), &mut ts_batch);
             next_sample = next_sample.saturating_add(ts_interval).max(now);
         }
         if now >= next_publish {
             if let Some(w) = &ts_writer {
                 if !ts_batch.is_empty() {
-                    w.send(std::mem::replace(&mut ts_batch, Vec::with_capacity(4096)));
+                    w.send(std::mem::replace(
+                        &mut ts_batch,
+                        crate::timeseries::Batch::with_capacity(4096),
+                    ));
                 }
             }
             let acc = umem.accounting();
-            published.set(snapshot(&sw, &names, now, Some(&acc), Some(&intervals)).to_string());
+            published.set(
+                snapshot(
+                    &sw,
+                    &names,
+                    now,
+                    Some(&acc),
+                    Some(&intervals),
+                    &settings.guard,
+                )
+                .to_string(),
+            );
             next_publish = now + PUBLISH_EVERY;
             if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;
@@ -417,7 +483,14 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         w.finish().context("writing the time series")?;
     }
     let acc = umem.accounting();
-    let snap = snapshot(&sw, &names, now, Some(&acc), Some(&intervals));
+    let snap = snapshot(
+        &sw,
+        &names,
+        now,
+        Some(&acc),
+        Some(&intervals),
+        &settings.guard,
+    );
     published.set(snap.to_string());
     drop(socks);
     drop(xdp);
@@ -441,16 +514,25 @@ mod tests {
     #[test]
     fn pass_intervals_count_stalls() {
         let mut p = PassIntervals::default();
-        for _ in 0..998 {
-            p.record(2_000);
+        for _ in 0..997 {
+            p.record(2_000, true);
         }
-        p.record(150_000);
-        p.record(3_000_000);
+        p.record(150_000, true);
+        p.record(3_000_000, true);
+        // An idle switch that yielded its CPU for 5 ms delayed no frame.
+        p.record(5_000_000, false);
         let r = p.report();
         assert_eq!(r["passes"], 1000);
-        assert_eq!(r["over_100us"], 2);
+        assert_eq!(r["over_100us"], 3);
+        assert_eq!(r["stalls"], 2);
+        assert!(
+            (r["stalled_ms"].as_f64().unwrap() - 3.15).abs() < 1e-9,
+            "{r}"
+        );
+        let s = p.stalls(10 * SEC);
+        assert_eq!((s.count, s.stalled_ns, s.max_ns), (2, 3_150_000, 3_000_000));
         assert!((r["p50_us"].as_f64().unwrap() - 2.0).abs() < 0.05, "{r}");
-        assert!((r["max_us"].as_f64().unwrap() - 3000.0).abs() < 30.0, "{r}");
+        assert!((r["max_us"].as_f64().unwrap() - 5000.0).abs() < 50.0, "{r}");
         assert!(r["p999_us"].as_f64().unwrap() >= 149.0, "{r}");
     }
 

@@ -17,6 +17,7 @@ pub mod cpu;
 pub mod dataplane;
 pub mod delay;
 pub mod exp;
+pub mod fidelity;
 pub mod packet;
 pub mod port;
 pub mod preflight;

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::fidelity::human_time;
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
@@ -110,6 +112,22 @@ pub fn render(snap: &Value) -> String {
             s["max_us"].as_f64().unwrap_or(0.0),
             u(&eg["max_backlog_bytes"]),
         ));
+        let l = &p["link"];
+        if u(&l["busy_ns"]) > 0 {
+            out.push_str(&format!(
+                "  link: backlogged {}, lost {} ({:.2} % of it){}\n",
+                human_time(u(&l["busy_ns"])),
+                human_time(u(&l["lost_ns"])),
+                l["lost_fraction"].as_f64().unwrap_or(0.0) * 100.0,
+                match u(&l["excess_pkts"]) {
+                    0 => String::new(),
+                    n => format!(
+                        ", {n} frames ({} B) above rate + bucket",
+                        u(&l["excess_bytes"])
+                    ),
+                },
+            ));
+        }
     }
     if let Some(l) = snap.get("loop") {
         let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
@@ -122,6 +140,24 @@ pub fn render(snap: &Value) -> String {
             f("max_us"),
             u(&l["over_100us"]),
         ));
+        if l.get("stalls").is_some() {
+            out.push_str(&format!(
+                "  stalls while frames waited: {}, {:.1} ms in all, longest {:.1} us\n",
+                u(&l["stalls"]),
+                f("stalled_ms"),
+                f("max_stall_us"),
+            ));
+        }
+    }
+    if let Some(v) = snap.get("fidelity") {
+        if v["faithful"].as_bool() == Some(true) {
+            out.push_str("fidelity: faithful (no port lost link time beyond the limit, no burst above rate + bucket, no long stall)\n");
+        } else {
+            out.push_str("fidelity: NOT FAITHFUL — the machine did not emulate the link:\n");
+            for r in v["reasons"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
+                out.push_str(&format!("  - {}\n", r.as_str().unwrap_or("?")));
+            }
+        }
     }
     if let Some(m) = snap.get("umem") {
         out.push_str(&format!(
@@ -163,6 +199,10 @@ mod tests {
             "umem": {"frames": 16, "free": 8, "in_fill": 8, "held_by_app": 0, "in_tx": 0, "balanced": true},
             "loop": {"passes": 1000, "p50_us": 1.5, "p99_us": 9.0, "p999_us": 40.0, "max_us": 900.0, "over_100us": 3}
         });
+        let mut snap = snap;
+        snap["ports"][0]["link"] = serde_json::json!({"busy_ns": 1_500_000_000u64, "lost_ns": 30_000_000u64,
+            "lost_fraction": 0.02, "excess_bytes": 0, "excess_pkts": 0});
+        snap["fidelity"] = serde_json::json!({"faithful": false, "reasons": ["port veth0 lost 2.0 % of its backlogged link time"]});
         let t = render(&snap);
         assert!(t.contains("data path: 1000 passes, interval p50 1.5 us p99 9.0 us p99.9 40.0 us max 900.0 us, 3 over 100 us"), "{t}");
         assert!(t.contains("port veth0: rx 10 pkts 15.0 KB"), "{t}");
@@ -171,5 +211,11 @@ mod tests {
         assert!(t.contains("marks: sojourn=5"), "{t}");
         assert!(t.contains("ingress drops: malformed=2"), "{t}");
         assert!(t.contains("every frame accounted for"), "{t}");
+        assert!(
+            t.contains("link: backlogged 1.50 s, lost 30.0 ms (2.00 % of it)\n"),
+            "{t}"
+        );
+        assert!(t.contains("fidelity: NOT FAITHFUL"), "{t}");
+        assert!(t.contains("  - port veth0 lost 2.0 %"), "{t}");
     }
 }

@@ -1,4 +1,4 @@
-//! Token-bucket shaper: the emulated link.
+//! Token-bucket shaper: the emulated link, and its fidelity accounting.
 //!
 //! The TCN prototype (tcn.txt §5, "Rate Limiter") shapes the qdisc's output
 //! with a token bucket of ≈ 1.67 MTU (2.5 KB) so that the queue builds in the
@@ -7,25 +7,35 @@
 //! `len + overhead` bytes of credit; credit accrues at the link rate and is
 //! capped at the bucket size. Hence over any interval of length t the port
 //! sends at most `bucket + rate·t` bytes (checked by `invariants` and tests).
+//! This strict bucket is the default, as in the prototype.
 //!
 //! Units: credit is kept in picoseconds of transmission time so that 64-byte
 //! frames at 10–100 Gbit/s cost an exact integer amount.
 //!
-//! **Catch-up** (software only): a busy-polling switch thread is sometimes late
-//! — a kick that runs the receiver's TCP stack, or a preempted CPU — and with a
-//! 2.5 KB bucket every late microsecond would be link time lost for good, so a
-//! `1gbit` port would carry far less than 1 Gbit/s. A real link keeps sending
-//! while its queue is non-empty. So while the port is *busy* (holds packets),
-//! credit may accrue beyond the bucket up to `catchup` worth of link time; the
-//! moment the port is idle the cap is the bucket again. With `catchup = 0`
-//! this is exactly the prototype's token bucket. Over any interval the port
-//! sends at most `max(bucket, catchup·rate) + rate·t`, and never more than its
-//! backlog, so a catch-up burst is bounded by the port buffer.
+//! **What a real link never does** (the fidelity guard, issue 10). A
+//! busy-polling switch thread is sometimes late — a kick that runs the
+//! receiver's TCP stack, or a preempted CPU. While the port holds packets
+//! ("busy"), credit that would overflow the bucket is link time a real
+//! link would have used and this one did not: [`TokenBucket::fidelity`]
+//! reports it as `lost_ns`, next to `busy_ns` (time the port held packets),
+//! so `lost_ns / busy_ns` is the share of link time the machine could not
+//! deliver. Idle time is never counted as lost.
 //!
-//! Frames sent from banked credit would have left a stall-free link earlier:
-//! [`TokenBucket::lateness_ns`] says how much, and the port gives dequeue-side
-//! AQMs (TCN, CoDel, ECN#) that departure time, so a stall of the poll loop
-//! is not mistaken for queueing delay (accurate to one bucket).
+//! **Catch-up** (software robustness, an option, not in the prototype;
+//! `--catchup T`, default 0). While the port is busy, credit may accrue
+//! beyond the bucket up to `catchup` worth of link time, so a stall costs
+//! no throughput; the moment the port is idle the cap is the bucket again.
+//! The price is that the stall turns into a burst above `rate + bucket`,
+//! which queue-length AQMs read as a drained queue and receivers see as a
+//! line-rate-violating burst. So catch-up is off by default, and when it is
+//! on the guard meters every departure against the strict bucket and counts
+//! what exceeds it (`excess_bytes`, `excess_pkts`). Over any interval the
+//! port sends at most `max(bucket, catchup·rate) + rate·t`, never more than
+//! its backlog. Frames sent from banked credit would have left a stall-free
+//! link earlier: [`TokenBucket::lateness_ns`] says how much, and the port
+//! gives dequeue-side AQMs (TCN, CoDel, ECN#) that departure time (accurate
+//! to one bucket). With the strict default the lateness is always 0: the
+//! link really paused, and the packets really waited.
 //!
 //! `overhead` is the per-frame wire overhead counted against the rate:
 //! 24 bytes by default (preamble + SFD 8, FCS 4, inter-frame gap 12), so a
@@ -41,6 +51,31 @@ pub const DEFAULT_BUCKET_BYTES: u64 = 2_500;
 
 const PS_PER_NS: u128 = 1_000;
 
+/// What the link did that a real link would not, since the port was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LinkFidelity {
+    /// Time the port held packets (was backlogged), ns.
+    pub busy_ns: u64,
+    /// Link time lost while backlogged: credit the bucket could not hold
+    /// because the port was not served in time, ns.
+    pub lost_ns: u64,
+    /// Wire bytes sent above the strict `rate + bucket` envelope (catch-up).
+    pub excess_bytes: u64,
+    /// Frames that left above that envelope.
+    pub excess_pkts: u64,
+}
+
+impl LinkFidelity {
+    /// Lost link time as a share of the time the port was backlogged.
+    pub fn lost_fraction(&self) -> f64 {
+        if self.busy_ns == 0 {
+            0.0
+        } else {
+            self.lost_ns as f64 / self.busy_ns as f64
+        }
+    }
+}
+
 /// A token bucket metering bytes against a link rate.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
@@ -52,6 +87,19 @@ pub struct TokenBucket {
     busy: bool,
     tokens_ps: u128,
     last_ns: Nanos,
+    /// Fidelity: busy time accumulated before `busy_since`, ns.
+    busy_ns: u64,
+    /// Fidelity: when the current busy period began.
+    busy_since: Nanos,
+    /// Fidelity: credit that overflowed the cap while busy, ps.
+    lost_ps: u128,
+    /// Fidelity: a strict bucket (no catch-up) metering departures, ps.
+    meter_ps: u128,
+    /// Fidelity: when the meter was last refilled.
+    meter_last: Nanos,
+    /// Fidelity: departures above the strict envelope.
+    excess_bytes: u64,
+    excess_pkts: u64,
 }
 
 impl TokenBucket {
@@ -66,9 +114,17 @@ impl TokenBucket {
             busy: false,
             tokens_ps: 0,
             last_ns: now,
+            busy_ns: 0,
+            busy_since: now,
+            lost_ps: 0,
+            meter_ps: 0,
+            meter_last: now,
+            excess_bytes: 0,
+            excess_pkts: 0,
         };
         tb.bucket_ps = tb.cost_ps(bucket_bytes);
         tb.tokens_ps = tb.bucket_ps;
+        tb.meter_ps = tb.bucket_ps;
         tb
     }
 
@@ -118,9 +174,20 @@ impl TokenBucket {
     fn refill(&mut self, now: Nanos) {
         if now > self.last_ns {
             let add = (now - self.last_ns) as u128 * PS_PER_NS;
-            self.tokens_ps = (self.tokens_ps + add).min(self.cap());
+            let cap = self.cap();
+            let full = self.tokens_ps + add;
+            if self.busy && self.is_shaping() && full > cap {
+                self.lost_ps += full - cap;
+            }
+            self.tokens_ps = full.min(cap);
             self.last_ns = now;
         }
+    }
+
+    /// Whether credit can exceed the bucket (catch-up on): only then can a
+    /// departure leave the strict envelope, so only then is it metered.
+    fn catches_up(&self) -> bool {
+        self.catchup_ps > self.bucket_ps && self.is_shaping()
     }
 
     /// The port became busy (holds packets) or idle at `now`. Credit up to
@@ -130,6 +197,11 @@ impl TokenBucket {
             return;
         }
         self.refill(now);
+        if busy {
+            self.busy_since = now;
+        } else {
+            self.busy_ns += now.saturating_sub(self.busy_since);
+        }
         self.busy = busy;
         self.tokens_ps = self.tokens_ps.min(self.cap());
     }
@@ -143,9 +215,48 @@ impl TokenBucket {
         let c = self.frame_cost_ps(len);
         if self.tokens_ps >= c {
             self.tokens_ps -= c;
+            if self.catches_up() {
+                self.meter(c, len, now);
+            }
             true
         } else {
             false
+        }
+    }
+
+    /// Charges a departure of cost `c` to the strict meter; what it cannot
+    /// cover left above `rate + bucket` and is counted as excess.
+    fn meter(&mut self, c: u128, len: u32, now: Nanos) {
+        if now > self.meter_last {
+            let add = (now - self.meter_last) as u128 * PS_PER_NS;
+            self.meter_ps = (self.meter_ps + add).min(self.bucket_ps);
+            self.meter_last = now;
+        }
+        if self.meter_ps >= c {
+            self.meter_ps -= c;
+        } else {
+            self.meter_ps = 0;
+            self.excess_pkts += 1;
+            self.excess_bytes += len as u64 + self.overhead as u64;
+        }
+    }
+
+    /// The fidelity counters as of `now` (see the module header).
+    pub fn fidelity(&self, now: Nanos) -> LinkFidelity {
+        let mut lost = self.lost_ps;
+        let mut busy = self.busy_ns;
+        if self.busy {
+            busy += now.saturating_sub(self.busy_since);
+            if self.is_shaping() {
+                let add = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
+                lost += (self.tokens_ps + add).saturating_sub(self.cap());
+            }
+        }
+        LinkFidelity {
+            busy_ns: busy,
+            lost_ns: (lost / PS_PER_NS) as u64,
+            excess_bytes: self.excess_bytes,
+            excess_pkts: self.excess_pkts,
         }
     }
 
@@ -318,6 +429,69 @@ mod tests {
         tb.invariants();
     }
 
+    #[test]
+    fn a_late_poll_while_backlogged_is_lost_link_time() {
+        // 1 Gbit/s (8 ns per byte), 2500 B bucket (20 µs), no overhead.
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0);
+        tb.set_busy(true, 0);
+        assert!(tb.try_take(2_500, 0)); // bucket empty at t = 0
+                                        // The poll loop comes back at 50 µs: 20 µs refill the bucket, 30 µs
+                                        // of link time had nowhere to go.
+        assert_eq!(tb.fidelity(50 * US).lost_ns, 30 * US, "read before refill");
+        assert!(tb.try_take(1_250, 50 * US));
+        let f = tb.fidelity(50 * US);
+        assert_eq!((f.busy_ns, f.lost_ns), (50 * US, 30 * US));
+        // Polled on time from now on (every 10 µs, a 1250 B frame each): nothing more lost.
+        for i in 1..=10 {
+            assert!(tb.try_take(1_250, 50 * US + i * 10 * US));
+        }
+        assert_eq!(tb.fidelity(150 * US).lost_ns, 30 * US);
+        assert!((tb.fidelity(150 * US).lost_fraction() - 0.2).abs() < 1e-9);
+        // Idle time is never lost, however long.
+        tb.set_busy(false, 150 * US);
+        let f = tb.fidelity(10_000 * US);
+        assert_eq!((f.busy_ns, f.lost_ns), (150 * US, 30 * US));
+        // A new busy period accrues on top.
+        tb.set_busy(true, 10_000 * US);
+        let f = tb.fidelity(10_100 * US);
+        assert_eq!(f.busy_ns, 250 * US);
+        assert_eq!(
+            f.lost_ns,
+            30 * US + 100 * US,
+            "the bucket was already full: all 100 µs unserved are lost"
+        );
+        assert_eq!((f.excess_bytes, f.excess_pkts), (0, 0));
+    }
+
+    #[test]
+    fn catch_up_turns_lost_time_into_counted_excess() {
+        // Same link with 100 µs catch-up: a 50 µs stall is made up at once,
+        // nothing is lost, but what leaves above rate + bucket is counted.
+        let mut tb = TokenBucket::new(Rate::gbit(1), 2_500, 0, 0).with_catchup(100 * US);
+        tb.set_busy(true, 0);
+        assert!(tb.try_take(2_500, 0));
+        let mut sent = 0;
+        while tb.try_take(1_250, 50 * US) {
+            sent += 1;
+        }
+        assert_eq!(sent, 5); // 6250 B banked
+        let f = tb.fidelity(50 * US);
+        assert_eq!(f.lost_ns, 0);
+        // The strict meter held 2500 B at 50 µs: two frames conform, three exceed.
+        assert_eq!((f.excess_pkts, f.excess_bytes), (3, 3_750));
+        // A stall longer than the catch-up loses the rest.
+        assert!(tb.fidelity(200 * US).lost_ns == 50 * US);
+    }
+
+    #[test]
+    fn unshaped_ports_lose_nothing() {
+        let mut tb = TokenBucket::new(Rate::from_bps(0), 0, 24, 0);
+        tb.set_busy(true, 0);
+        assert!(tb.try_take(1500, 1_000 * US));
+        let f = tb.fidelity(2_000 * US);
+        assert_eq!((f.busy_ns, f.lost_ns, f.excess_pkts), (2_000 * US, 0, 0));
+    }
+
     proptest::proptest! {
         /// Over any window, bytes sent ≤ bucket + rate·window.
         #[test]
@@ -345,6 +519,54 @@ mod tests {
                     let allowed = bucket as u128 + rate.bps() as u128 * window as u128 / 8_000_000_000;
                     proptest::prop_assert!(bytes as u128 <= allowed + 1,
                         "{} bytes in {} ns > {}", bytes, window, allowed);
+                }
+            }
+        }
+
+        /// The port's default shaper (as `PortConfig::default()` and the
+        /// command line build it, busy/idle transitions included) never
+        /// leaves `rate + bucket`; with catch-up on, the frames it does not
+        /// count as excess never leave it either.
+        #[test]
+        fn default_settings_stay_within_rate_plus_bucket(
+            steps in proptest::collection::vec((0u64..60_000, 64u32..1515, proptest::bool::ANY), 1..300),
+            rate_mbit in 10u64..10_000,
+            catchup_us in proptest::option::of(1u64..2_000),
+        ) {
+            let d = crate::port::PortConfig::default();
+            let catchup = match catchup_us {
+                None => crate::units::parse_duration(crate::config::DEFAULT_CATCHUP).unwrap(),
+                Some(c) => c * US,
+            };
+            let rate = Rate::mbit(rate_mbit);
+            let mut tb = TokenBucket::new(rate, d.bucket_bytes, d.overhead_bytes, 0)
+                .with_catchup(catchup);
+            let mut now = 0u64;
+            let mut log: Vec<(u64, u64)> = Vec::new();
+            let mut excess_seen = 0u64;
+            for (dt, len, busy) in steps {
+                now += dt;
+                tb.set_busy(busy, now);
+                if tb.try_take(len, now) {
+                    let e = tb.fidelity(now).excess_pkts;
+                    if e == excess_seen {
+                        log.push((now, (len + d.overhead_bytes) as u64));
+                    }
+                    excess_seen = e;
+                }
+                tb.invariants();
+            }
+            if catchup_us.is_none() {
+                proptest::prop_assert_eq!(excess_seen, 0, "the default is the strict bucket");
+            }
+            for i in 0..log.len() {
+                let mut bytes = 0u64;
+                for j in i..log.len() {
+                    bytes += log[j].1;
+                    let window = log[j].0 - log[i].0;
+                    let allowed = d.bucket_bytes as u128 + rate.bps() as u128 * window as u128 / 8_000_000_000;
+                    proptest::prop_assert!(bytes as u128 <= allowed + 1,
+                        "{} wire bytes in {} ns > {}", bytes, window, allowed);
                 }
             }
         }

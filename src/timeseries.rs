@@ -1,10 +1,16 @@
-//! Queue time series: per port and queue, backlog and cumulative counters
-//! sampled every `interval` (down to 100 µs) by the data path, written as CSV
-//! by a separate thread so the packet path only copies a few integers.
+//! Time series: per port and queue, backlog and cumulative counters sampled
+//! every `interval` (down to 100 µs) by the data path, written as CSV by a
+//! separate thread so the packet path only copies a few integers.
 //!
-//! CSV columns: `t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops`
+//! Two files. `--timeseries q.csv` writes the queues to `q.csv`:
+//! `t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops`
 //! (`dequeued_bytes`, `marks`, `drops` are cumulative since start; the rate of
-//! a queue over an interval is the difference of `dequeued_bytes`).
+//! a queue over an interval is the difference of `dequeued_bytes`), and the
+//! ports' gauges to `q.port.csv` ([`port_series_path`]) in long form,
+//! `t_us,port,name,value`: the fidelity guard (`link_busy_us`,
+//! `link_lost_us`, `link_excess_pkts`, cumulative), the AQM's own state
+//! (`Aqm::gauges`: N_flow, K_p, slope, ...), and switch-wide rows with an
+//! empty port (`loop_stalls`, `loop_stalled_us`, cumulative).
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -38,6 +44,59 @@ pub struct Sample {
 
 /// CSV header line.
 pub const HEADER: &str = "t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops";
+/// CSV header line of the port gauges.
+pub const PORT_HEADER: &str = "t_us,port,name,value";
+
+/// One gauge of one port (or of the whole switch: `port` None).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PortSample {
+    /// Time since the switch started, ns.
+    pub t_ns: Nanos,
+    /// Port number; None for switch-wide gauges.
+    pub port: Option<u16>,
+    /// Gauge name (snake_case).
+    pub name: &'static str,
+    /// Value.
+    pub value: f64,
+}
+
+/// What one sampling instant adds, for both files.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Queue rows.
+    pub queues: Vec<Sample>,
+    /// Port gauge rows.
+    pub ports: Vec<PortSample>,
+}
+
+impl Batch {
+    /// An empty batch with room for a few thousand rows.
+    pub fn with_capacity(n: usize) -> Self {
+        Batch {
+            queues: Vec::with_capacity(n),
+            ports: Vec::with_capacity(n),
+        }
+    }
+    /// Whether it holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty() && self.ports.is_empty()
+    }
+}
+
+/// Where the port gauges of `--timeseries path` go: `q.csv` → `q.port.csv`.
+pub fn port_series_path(path: &Path) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "timeseries".into());
+    path.with_file_name(format!("{stem}.port.csv"))
+}
+
+/// Formats one gauge row (no newline).
+pub fn port_csv_row(s: &PortSample) -> String {
+    let port = s.port.map(|p| p.to_string()).unwrap_or_default();
+    format!("{:.1},{},{},{}", s.t_ns as f64 / 1e3, port, s.name, s.value)
+}
 
 /// Formats one row (no newline).
 pub fn csv_row(s: &Sample) -> String {
@@ -54,11 +113,30 @@ pub fn csv_row(s: &Sample) -> String {
     )
 }
 
-/// Appends one sample per (port, queue) of `sw` at `now` to `out`.
-pub fn sample<A: Aqm>(sw: &Switch<A>, now: Nanos, out: &mut Vec<Sample>) {
+/// Appends one sample per (port, queue) of `sw` at `now`, each port's
+/// gauges, and the data path's stalls (when given) to `out`.
+pub fn sample<A: Aqm>(
+    sw: &Switch<A>,
+    now: Nanos,
+    stalls: Option<&crate::fidelity::LoopStalls>,
+    out: &mut Batch,
+) {
     for (p, port) in sw.ports().iter().enumerate() {
+        let link = port.egress.shaper().fidelity(now);
+        let mut gauge = |name: &'static str, value: f64| {
+            out.ports.push(PortSample {
+                t_ns: now,
+                port: Some(p as u16),
+                name,
+                value,
+            })
+        };
+        gauge("link_busy_us", link.busy_ns as f64 / 1e3);
+        gauge("link_lost_us", link.lost_ns as f64 / 1e3);
+        gauge("link_excess_pkts", link.excess_pkts as f64);
+        port.egress.aqm().gauges(&mut gauge);
         for (q, c) in port.egress.counters().queues.iter().enumerate() {
-            out.push(Sample {
+            out.queues.push(Sample {
                 t_ns: now,
                 port: p as u16,
                 queue: q as u16,
@@ -70,32 +148,53 @@ pub fn sample<A: Aqm>(sw: &Switch<A>, now: Nanos, out: &mut Vec<Sample>) {
             });
         }
     }
+    if let Some(st) = stalls {
+        for (name, value) in [
+            ("loop_stalls", st.count as f64),
+            ("loop_stalled_us", st.stalled_ns as f64 / 1e3),
+        ] {
+            out.ports.push(PortSample {
+                t_ns: now,
+                port: None,
+                name,
+                value,
+            });
+        }
+    }
 }
 
-/// Writes batches of samples to a CSV file on its own thread.
+/// Writes batches of samples to the two CSV files on its own thread.
 pub struct Writer {
-    tx: Option<SyncSender<Vec<Sample>>>,
+    tx: Option<SyncSender<Batch>>,
     thread: Option<JoinHandle<std::io::Result<u64>>>,
 }
 
 impl Writer {
-    /// Creates the file and starts the writer thread.
+    /// Creates the files (`path` and [`port_series_path`]) and starts the
+    /// writer thread.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         let f = std::fs::File::create(path)?;
-        let (tx, rx) = sync_channel::<Vec<Sample>>(64);
+        let g = std::fs::File::create(port_series_path(path))?;
+        let (tx, rx) = sync_channel::<Batch>(64);
         let thread = std::thread::Builder::new()
             .name("timeseries".into())
             .spawn(move || {
                 let mut w = BufWriter::new(f);
+                let mut wp = BufWriter::new(g);
                 writeln!(w, "{HEADER}")?;
+                writeln!(wp, "{PORT_HEADER}")?;
                 let mut rows = 0u64;
                 for batch in rx {
-                    for s in &batch {
+                    for s in &batch.queues {
                         writeln!(w, "{}", csv_row(s))?;
                     }
-                    rows += batch.len() as u64;
+                    for s in &batch.ports {
+                        writeln!(wp, "{}", port_csv_row(s))?;
+                    }
+                    rows += batch.queues.len() as u64;
                 }
                 w.flush()?;
+                wp.flush()?;
                 Ok(rows)
             })?;
         Ok(Writer {
@@ -106,11 +205,11 @@ impl Writer {
 
     /// Hands a batch to the writer (dropped if the writer is 64 batches behind:
     /// the packet path never waits for the disk).
-    pub fn send(&self, batch: Vec<Sample>) -> bool {
+    pub fn send(&self, batch: Batch) -> bool {
         self.tx.as_ref().is_some_and(|t| t.try_send(batch).is_ok())
     }
 
-    /// Flushes and closes the file; returns the rows written.
+    /// Flushes and closes the files; returns the queue rows written.
     pub fn finish(mut self) -> std::io::Result<u64> {
         self.tx.take();
         match self.thread.take() {
@@ -149,8 +248,31 @@ mod tests {
             marks: 4,
             drops: 1,
         };
-        assert!(w.send(vec![s, Sample { t_ns: 101_500, ..s }]));
+        let g = PortSample {
+            t_ns: 1_500,
+            port: Some(1),
+            name: "link_lost_us",
+            value: 12.5,
+        };
+        assert!(w.send(Batch {
+            queues: vec![s, Sample { t_ns: 101_500, ..s }],
+            ports: vec![
+                g,
+                PortSample {
+                    port: None,
+                    name: "loop_stalls",
+                    value: 3.0,
+                    ..g
+                }
+            ],
+        }));
         assert_eq!(w.finish().unwrap(), 2);
+        let gauges = std::fs::read_to_string(port_series_path(&path)).unwrap();
+        assert_eq!(
+            gauges.lines().collect::<Vec<_>>(),
+            vec![PORT_HEADER, "1.5,1,link_lost_us,12.5", "1.5,,loop_stalls,3"]
+        );
+        std::fs::remove_file(port_series_path(&path)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(

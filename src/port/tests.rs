@@ -920,3 +920,64 @@ fn late_poll_catches_up_at_virtual_departure_times() {
     q.drain(&mut s);
     assert_eq!(s.live, 0);
 }
+
+#[test]
+fn the_guard_counts_a_stall_while_backlogged_and_nothing_while_idle() {
+    // 1 Gbit/s, 24 B overhead (a 1514 B frame is 1538 B = 12.304 µs on the
+    // wire), 2500 B bucket, the default strict shaper.
+    let cfg = PortConfig {
+        queues: 1,
+        buffer_bytes: 1_000_000,
+        ..Default::default()
+    };
+    assert_eq!(cfg.catchup_ns, 0);
+    let mut s = VecStore::new();
+    let mut p = port(cfg);
+    let mut now = 0;
+    let mut sent = 0u64;
+    // A standing queue, served by a loop that polls every 2 µs: no loss.
+    for _ in 0..400 {
+        p.enqueue(pkt(&mut s, 1514, 0, Ecn::Ect0), now, &mut s);
+    }
+    while now < 1_000 * US {
+        sent += drain_out(&mut p, now, &mut s).len() as u64;
+        now += 2 * US;
+    }
+    let f = p.shaper().fidelity(now);
+    assert_eq!((f.busy_ns, f.lost_ns), (now, 0), "{f:?}");
+    // The loop stalls for 1 ms with the queue still backlogged: the link
+    // idles for all of it except what the bucket can bank (2500 B − the
+    // credit left after the last departure), and that time is lost.
+    let before = sent;
+    now += 1_000 * US;
+    sent += drain_out(&mut p, now, &mut s).len() as u64;
+    let f = p.shaper().fidelity(now);
+    assert_eq!(sent - before, 1, "the bucket holds one frame's credit");
+    assert!(
+        (980 * US..=1_000 * US).contains(&f.lost_ns),
+        "lost {} ns",
+        f.lost_ns
+    );
+    // Served on time again until the queue empties, then idle for 5 ms.
+    while p.backlog_pkts() > 0 {
+        sent += drain_out(&mut p, now, &mut s).len() as u64;
+        now += 2 * US;
+    }
+    let lost = p.shaper().fidelity(now).lost_ns;
+    now += 5_000 * US;
+    let f = p.shaper().fidelity(now);
+    assert_eq!(f.lost_ns, lost, "an idle port loses nothing");
+    assert!(f.busy_ns < now - 5_000 * US + 1);
+    assert_eq!((f.excess_pkts, sent), (0, 400));
+    // The time adds up: busy = the frames' wire time + lost time, less the
+    // full bucket the port started with (20 µs) and the last frame's wire
+    // time (the port is idle once it has left the queue), plus at most the
+    // 2 µs polling grain per frame.
+    let wire = 400 * 12_304;
+    let lower = wire + f.lost_ns - 20 * US - 12_304;
+    assert!(
+        f.busy_ns >= lower && f.busy_ns <= wire + f.lost_ns + 400 * 2 * US,
+        "{f:?}"
+    );
+    assert_eq!(s.live, 0);
+}

@@ -1,0 +1,207 @@
+//! The fidelity guard: does a run through softswitch behave like the link it
+//! emulates, and if not, why.
+//!
+//! A switch ASIC never stalls; a busy-polling thread sharing two vCPUs with
+//! every host's TCP stack sometimes does. Three things are measured that a
+//! real link would never do (issue 10):
+//!
+//! * **Link time lost while backlogged** (per port, [`LinkFidelity`] from the
+//!   shaper): while the port held packets, credit overflowed the token bucket
+//!   because the data path did not come back in time. `lost / busy` is the
+//!   share of the emulated link's capacity the machine failed to deliver.
+//! * **Bursts above `rate + bucket`** (per port): frames that left above the
+//!   strict envelope, possible only with the opt-in catch-up.
+//! * **Loop stalls** (the data path): passes that started more than 100 µs
+//!   after the previous one, their total and the longest. During a stall no
+//!   frame is received or sent on any port, whether or not a queue was
+//!   backlogged: frames wait in the kernel's rings, invisible to the AQM.
+//!
+//! [`judge`] turns them into a verdict against [`Thresholds`]; the exit
+//! report, `softswitch stats`, `--json` and `softswitch-exp` all carry it.
+//! Defaults: ≤ 1 % of backlogged link time lost, no excess burst, no single
+//! stall above 5 ms (the hosts' RTO_min in the papers' testbeds is 5–10 ms:
+//! a longer stall can fire a timeout no real switch would cause), and at
+//! most 2 % of the run spent in stalls.
+
+use serde::Serialize;
+
+use crate::shaper::LinkFidelity;
+use crate::units::{Nanos, MS};
+
+/// Limits beyond which a run is not faithful.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// Largest share of a port's backlogged time that may be lost (0.01 = 1 %).
+    pub max_lost: f64,
+    /// Longest single data-path stall, ns.
+    pub max_stall_ns: Nanos,
+    /// Largest share of the run spent in stalls (passes > 100 µs apart).
+    pub max_stalled: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            max_lost: 0.01,
+            max_stall_ns: 5 * MS,
+            max_stalled: 0.02,
+        }
+    }
+}
+
+/// The data path's stalls over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LoopStalls {
+    /// Run time covered, ns.
+    pub elapsed_ns: Nanos,
+    /// Passes that started more than 100 µs after the previous one.
+    pub count: u64,
+    /// Sum of those intervals, ns.
+    pub stalled_ns: Nanos,
+    /// Longest interval between passes, ns.
+    pub max_ns: Nanos,
+}
+
+/// The guard's judgement of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    /// No threshold exceeded.
+    pub faithful: bool,
+    /// Why not (empty when faithful), one sentence each.
+    pub reasons: Vec<String>,
+    /// The limits applied.
+    pub thresholds: Thresholds,
+}
+
+/// A duration for people: `850 us`, `12.3 ms`, `2.41 s`.
+pub fn human_time(ns: Nanos) -> String {
+    if ns >= 10 * crate::units::SEC {
+        format!("{:.1} s", ns as f64 / 1e9)
+    } else if ns >= crate::units::SEC {
+        format!("{:.2} s", ns as f64 / 1e9)
+    } else if ns >= MS {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.0} us", ns as f64 / 1e3)
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// Judges a run: each port's link fidelity and the data path's stalls.
+pub fn judge(
+    ports: &[(&str, LinkFidelity)],
+    stalls: Option<&LoopStalls>,
+    th: &Thresholds,
+) -> Verdict {
+    let mut reasons = Vec::new();
+    for (name, f) in ports {
+        if f.lost_fraction() > th.max_lost {
+            reasons.push(format!(
+                "port {name} lost {} of its backlogged link time ({} of {}; limit {})",
+                pct(f.lost_fraction()),
+                human_time(f.lost_ns),
+                human_time(f.busy_ns),
+                pct(th.max_lost)
+            ));
+        }
+        if f.excess_pkts > 0 {
+            reasons.push(format!(
+                "port {name} sent {} frames ({} B) above rate + bucket (catch-up bursts)",
+                f.excess_pkts, f.excess_bytes
+            ));
+        }
+    }
+    if let Some(s) = stalls {
+        if s.max_ns > th.max_stall_ns {
+            reasons.push(format!(
+                "the data path stalled for {} at once (limit {})",
+                human_time(s.max_ns),
+                human_time(th.max_stall_ns)
+            ));
+        }
+        let share = if s.elapsed_ns == 0 {
+            0.0
+        } else {
+            s.stalled_ns as f64 / s.elapsed_ns as f64
+        };
+        if share > th.max_stalled {
+            reasons.push(format!(
+                "the data path spent {} of the run in {} stalls over 100 us (limit {})",
+                pct(share),
+                s.count,
+                pct(th.max_stalled)
+            ));
+        }
+    }
+    Verdict {
+        faithful: reasons.is_empty(),
+        reasons,
+        thresholds: *th,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(busy_ms: u64, lost_us: u64, excess: u64) -> LinkFidelity {
+        LinkFidelity {
+            busy_ns: busy_ms * MS,
+            lost_ns: lost_us * 1_000,
+            excess_bytes: excess * 1538,
+            excess_pkts: excess,
+        }
+    }
+
+    #[test]
+    fn a_clean_run_is_faithful() {
+        let v = judge(
+            &[("p0", link(1000, 5_000, 0)), ("p1", link(0, 0, 0))],
+            Some(&LoopStalls {
+                elapsed_ns: 10_000 * MS,
+                count: 20,
+                stalled_ns: 4 * MS,
+                max_ns: 400_000,
+            }),
+            &Thresholds::default(),
+        );
+        assert!(v.faithful, "{v:?}");
+        assert!(v.reasons.is_empty());
+    }
+
+    #[test]
+    fn each_limit_names_its_reason() {
+        let th = Thresholds::default();
+        // 2 % lost on p0, excess bursts on p1, one 16 ms stall, 5 % stalled.
+        let v = judge(
+            &[("p0", link(1000, 20_000, 0)), ("p1", link(1000, 0, 3))],
+            Some(&LoopStalls {
+                elapsed_ns: 10_000 * MS,
+                count: 3_174,
+                stalled_ns: 500 * MS,
+                max_ns: 16 * MS,
+            }),
+            &th,
+        );
+        assert!(!v.faithful);
+        assert_eq!(v.reasons.len(), 4, "{:?}", v.reasons);
+        assert!(
+            v.reasons[0].starts_with("port p0 lost 2.0 %"),
+            "{}",
+            v.reasons[0]
+        );
+        assert!(v.reasons[1].contains("3 frames"), "{}", v.reasons[1]);
+        assert!(v.reasons[2].contains("16.0 ms at once"), "{}", v.reasons[2]);
+        assert!(
+            v.reasons[3].contains("5.0 % of the run in 3174 stalls"),
+            "{}",
+            v.reasons[3]
+        );
+        // Exactly at the limit is still faithful.
+        let v = judge(&[("p0", link(1000, 10_000, 0))], None, &th);
+        assert!(v.faithful, "{v:?}");
+    }
+}
