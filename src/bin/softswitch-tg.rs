@@ -133,7 +133,7 @@ enum Cmd {
         /// The sending server, ip:port.
         #[arg(long)]
         server: String,
-        /// How long to receive.
+        /// How long to receive, from the start (the delay included).
         #[arg(long, default_value = "10s")]
         duration: String,
         /// DSCP (0..=63).
@@ -142,6 +142,12 @@ enum Cmd {
         /// Pace the flow to this rate (app-limited), e.g. 500mbit; default unpaced.
         #[arg(long)]
         rate: Option<String>,
+        /// Wait this long before starting the flow (samples still count from the start).
+        #[arg(long, default_value = "0")]
+        delay: String,
+        /// Ask for this many bytes (e.g. 50mb) and end when they are in, recording the FCT; default: stream.
+        #[arg(long)]
+        size: Option<String>,
         /// Sampling period.
         #[arg(long, default_value = "100ms")]
         sample: String,
@@ -405,6 +411,8 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             duration: dur,
             dscp,
             rate,
+            delay,
+            size,
             sample,
             csv,
             json,
@@ -412,6 +420,11 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             let cfg = long::LongConfig {
                 server: server_addr(&server)?,
                 duration: duration(&dur)?,
+                delay: duration(&delay)?,
+                size: match &size {
+                    Some(z) => Some(parse_size(z).map_err(usage)?),
+                    None => None,
+                },
                 dscp: check_dscp(dscp)?,
                 rate_bps: opt_rate_bps(&rate)?,
                 sample: duration(&sample)?,

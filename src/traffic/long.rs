@@ -1,11 +1,15 @@
 //! A long-lived flow: the client asks one server for an endless response
-//! (`size` = [`STREAM`]), optionally paced, reads it for `duration`, and
-//! samples goodput every `sample` (100 ms by default).
+//! (`size` = [`STREAM`]) or for `size` bytes, optionally paced, after waiting
+//! `delay`; it reads until `duration` after its own start (or until the
+//! `size` bytes are in, recording the flow completion time), and samples
+//! goodput every `sample` (100 ms by default).
 //!
-//! Sample k covers `((k−1)·sample, k·sample]` after the request was written:
-//! `t_ms` is the end of the interval, `bytes` the payload bytes read in it,
-//! `goodput_mbps = bytes · 8 / sample`. Reads wake at least every 10 ms, so
-//! a byte is attributed to the interval in which `read` returned it.
+//! Sample k covers `((k−1)·sample, k·sample]` after the *process* started
+//! (before the delay), so flows started together with different delays share
+//! one time base: `t_ms` is the end of the interval, `bytes` the payload
+//! bytes read in it, `goodput_mbps = bytes · 8 / sample`. Reads wake at least
+//! every 10 ms, so a byte is attributed to the interval in which `read`
+//! returned it.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -25,8 +29,12 @@ const READ_WAKE: Duration = Duration::from_millis(10);
 pub struct LongConfig {
     /// The sending server.
     pub server: SocketAddr,
-    /// How long to receive.
+    /// When to stop receiving, from the start (the delay included).
     pub duration: Duration,
+    /// Wait this long before connecting.
+    pub delay: Duration,
+    /// Ask for this many bytes and end when they are in (None: stream).
+    pub size: Option<u64>,
     /// DSCP of the flow.
     pub dscp: u8,
     /// Pacing rate, bit/s (0 = unpaced).
@@ -57,6 +65,13 @@ pub struct LongReport {
     pub duration_us: u64,
     /// `total_bytes · 8 / duration`, Mbit/s.
     pub goodput_mbps: f64,
+    /// When the request was written, ms after the start (the delay).
+    pub start_ms: u64,
+    /// Bytes asked for (None: a stream).
+    pub size: Option<u64>,
+    /// Flow completion time when all `size` bytes arrived, µs (request
+    /// written → last byte read).
+    pub fct_us: Option<u64>,
     /// DSCP used.
     pub dscp: u8,
     /// Requested rate, Mbit/s (0 = unpaced).
@@ -69,10 +84,14 @@ impl LongReport {
     /// One line for people.
     pub fn one_line(&self) -> String {
         format!(
-            "long flow: {} bytes in {:.2} s = {:.1} Mbit/s (dscp {}, rate {}){}",
+            "long flow: {} bytes in {:.2} s = {:.1} Mbit/s{} (dscp {}, rate {}){}",
             self.total_bytes,
             self.duration_us as f64 / 1e6,
             self.goodput_mbps,
+            match self.fct_us {
+                Some(f) => format!(", completed in {:.1} ms", f as f64 / 1e3),
+                None => String::new(),
+            },
             self.dscp,
             if self.rate_mbps > 0.0 {
                 format!("{} Mbit/s paced", self.rate_mbps)
@@ -103,6 +122,8 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         return Err(TgError::Usage("the sampling period must be above 0".into()));
     }
     let addr = cfg.server;
+    let origin = Instant::now();
+    std::thread::sleep(cfg.delay);
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
         .map_err(|source| TgError::Connect { addr, source })?;
     let io_err = |context: &str| {
@@ -116,12 +137,13 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         .map_err(io_err("SO_RCVTIMEO"))?;
     let req = Request {
         id: 1,
-        size: STREAM,
+        size: cfg.size.unwrap_or(STREAM),
         dscp: cfg.dscp,
         rate_bps: cfg.rate_bps,
     };
     let t0 = Instant::now();
-    let end = t0 + cfg.duration;
+    let end = origin + cfg.duration;
+    let mut fct_us = None;
     let mut error = None;
     let mut samples = Vec::new();
     let mut total: u64 = 0;
@@ -163,7 +185,11 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         let now = Instant::now();
         in_interval += payload;
         total += payload;
-        while now >= t0 + cfg.sample * k && t0 + cfg.sample * k <= end {
+        let done = cfg.size.is_some_and(|z| total >= z);
+        if done {
+            fct_us = Some(now.duration_since(t0).as_micros() as u64);
+        }
+        while now >= origin + cfg.sample * k && origin + cfg.sample * k <= end {
             samples.push(GoodputSample {
                 t_ms: (cfg.sample * k).as_millis() as u64,
                 bytes: in_interval,
@@ -172,7 +198,7 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
             in_interval = 0;
             k += 1;
         }
-        if now >= end {
+        if now >= end || done {
             break;
         }
     }
@@ -189,6 +215,9 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         },
         dscp: cfg.dscp,
         rate_mbps: cfg.rate_bps as f64 / 1e6,
+        start_ms: t0.duration_since(origin).as_millis() as u64,
+        size: cfg.size,
+        fct_us,
         error,
     })
 }

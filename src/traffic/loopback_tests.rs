@@ -157,9 +157,12 @@ fn paced_long_flow_holds_its_rate() {
         dscp: 8,
         rate_bps: 200_000_000,
         sample: Duration::from_millis(100),
+        delay: Duration::ZERO,
+        size: None,
     })
     .unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!((rep.fct_us, rep.start_ms), (None, 0));
     assert_eq!(rep.samples.len(), 10);
     assert_eq!(rep.samples[0].t_ms, 100);
     assert_eq!(rep.samples[9].t_ms, 1000);
@@ -173,6 +176,40 @@ fn paced_long_flow_holds_its_rate() {
     let csv = rep.csv();
     assert!(csv.starts_with("t_ms,bytes,goodput_mbps\n100,"));
     assert_eq!(csv.lines().count(), 11);
+}
+
+#[test]
+fn delayed_sized_long_flow_starts_late_and_records_its_fct() {
+    // 2.5 MB paced at 100 Mbit/s from 300 ms: ≈ 200 ms on the wire, done by ≈ 500 ms.
+    let server = TestServer::start();
+    let rep = long::run(&LongConfig {
+        server: server.addr,
+        duration: Duration::from_millis(2000),
+        dscp: 0,
+        rate_bps: 100_000_000,
+        sample: Duration::from_millis(100),
+        delay: Duration::from_millis(300),
+        size: Some(2_500_000),
+    })
+    .unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert!((300..400).contains(&rep.start_ms), "start {}", rep.start_ms);
+    assert_eq!(rep.total_bytes, 2_500_000);
+    let fct = rep.fct_us.expect("completed");
+    assert!((190_000..1_000_000).contains(&fct), "fct {fct}");
+    // One time base from the process start: nothing arrives before 300 ms,
+    // and the flow ends (no samples) once its bytes are in.
+    assert!(
+        rep.samples.iter().take(3).all(|x| x.bytes == 0),
+        "{:?}",
+        rep.samples
+    );
+    let last = rep.samples.last().unwrap().t_ms;
+    assert!((400..=1400).contains(&last), "last sample {last}");
+    assert_eq!(
+        rep.samples.iter().map(|x| x.bytes).sum::<u64>() <= 2_500_000,
+        true
+    );
 }
 
 #[test]
