@@ -30,10 +30,25 @@ pub fn write_all(
     };
     let aqms = &sc.switch.aqm;
     let base = sc.baseline_aqm();
+    // A result the guard could not vouch for says so in every legend.
+    let legend = |a: &String| -> String {
+        let bad: Vec<String> = points
+            .iter()
+            .filter(|p| &p.aqm == a && !p.faithful)
+            .map(|p| format!("{}", p.x))
+            .collect();
+        match (bad.is_empty(), &sc.traffic) {
+            (true, _) => a.clone(),
+            (false, TrafficSpec::Static(s)) if s.flows_sweep.is_empty() => {
+                format!("{a} (NOT FAITHFUL)")
+            }
+            (false, _) => format!("{a} (NOT FAITHFUL at {})", bad.join(", ")),
+        }
+    };
     let per_aqm = |f: &dyn Fn(&PointSummary) -> Option<f64>| -> Vec<Series> {
         aqms.iter()
             .map(|a| Series {
-                name: a.clone(),
+                name: legend(a),
                 points: points
                     .iter()
                     .filter(|p| &p.aqm == a)
@@ -161,8 +176,91 @@ pub fn write_all(
                 "incast_qct",
             )?;
         }
-        TrafficSpec::Static(_) => {
+        TrafficSpec::Static(st) => {
+            if !st.flows_sweep.is_empty() {
+                put(
+                    Figure {
+                        panels: vec![
+                            panel(
+                                "queue length vs number of flows: mean",
+                                "flows",
+                                "backlog (KB)",
+                                per_aqm(&|p| Some(p.queue_mean_kb)),
+                            ),
+                            panel(
+                                "queue length vs number of flows: 99th",
+                                "flows",
+                                "backlog (KB)",
+                                per_aqm(&|p| Some(p.queue_p99_kb)),
+                            ),
+                            panel(
+                                "goodput vs number of flows",
+                                "flows",
+                                "Mbit/s",
+                                per_aqm(&|p| Some(p.goodput_mbps)),
+                            ),
+                            panel(
+                                "marks per run",
+                                "flows",
+                                "packets",
+                                per_aqm(&|p| Some(p.marked_pkts)),
+                            ),
+                        ],
+                        columns: 2,
+                    },
+                    "queue_vs_flows",
+                )?;
+            }
+            if st.ping.is_some() {
+                let cdf = |rtts: &[f64]| {
+                    let mut v = rtts.to_vec();
+                    v.sort_by(|a, b| a.total_cmp(b));
+                    let n = v.len().max(1) as f64;
+                    v.iter()
+                        .enumerate()
+                        .map(|(i, &x)| (x, (i + 1) as f64 / n))
+                        .collect::<Vec<_>>()
+                };
+                let lines = aqms
+                    .iter()
+                    .filter_map(|a| {
+                        let rtts: Vec<f64> = results
+                            .iter()
+                            .filter(|r| &r.aqm == a && r.sweep == results[0].sweep)
+                            .filter_map(|r| r.ping.as_ref())
+                            .flat_map(|p| p.rtts_us.iter().copied())
+                            .collect();
+                        (!rtts.is_empty()).then(|| Series {
+                            name: legend(a),
+                            points: cdf(&rtts),
+                        })
+                    })
+                    .collect();
+                let p = st.ping.as_ref().expect("checked");
+                put(
+                    Figure::single(Panel {
+                        title: format!("ping RTT h{} → h{} (DSCP {}): CDF", p.from, p.to, p.dscp),
+                        x_label: "RTT (us)".into(),
+                        y_label: "CDF".into(),
+                        series: lines,
+                        markers: false,
+                    }),
+                    "ping_rtt",
+                )?;
+            }
             for (r, ts) in results.iter().zip(series).filter(|(r, _)| r.repeat == 0) {
+                let verdict = if r.fidelity.faithful {
+                    String::new()
+                } else {
+                    format!(
+                        " — NOT FAITHFUL (lost {:.1} % link time)",
+                        r.fidelity.max_lost_fraction * 100.0
+                    )
+                };
+                let tag = match r.sweep.tag() {
+                    t if t.is_empty() => String::new(),
+                    t => format!(" {t}"),
+                };
                 let flows = r
                     .statics
                     .iter()
@@ -176,7 +274,7 @@ pub fn write_all(
                     })
                     .collect();
                 let mut panels = vec![Panel {
-                    title: format!("{}: goodput per flow", r.aqm),
+                    title: format!("{}{tag}: goodput per flow{verdict}", r.aqm),
                     x_label: "time (s)".into(),
                     y_label: "Mbit/s".into(),
                     series: flows,
@@ -198,7 +296,11 @@ pub fn write_all(
                         markers: false,
                     });
                 }
-                put(Figure { panels, columns: 2 }, &format!("goodput_{}", r.aqm))?;
+                let stem = match r.sweep.tag() {
+                    t if t.is_empty() => format!("goodput_{}", r.aqm),
+                    t => format!("goodput_{}_{t}", r.aqm),
+                };
+                put(Figure { panels, columns: 2 }, &stem)?;
             }
         }
     }
@@ -237,7 +339,11 @@ pub fn write_all(
                     None => pts,
                 };
                 lines.push(Series {
-                    name: r.aqm.clone(),
+                    name: if r.fidelity.faithful {
+                        r.aqm.clone()
+                    } else {
+                        format!("{} (NOT FAITHFUL)", r.aqm)
+                    },
                     points: pts.into_iter().map(|(t, kb)| (t / 1000.0, kb)).collect(),
                 });
                 port_name = port;

@@ -97,8 +97,120 @@ pub struct StaticFlowResult {
     pub dscp: u8,
     /// Mean goodput, Mbit/s.
     pub goodput_mbps: f64,
-    /// `(t_ms, Mbit/s)` samples.
+    /// `(t_ms, Mbit/s)` samples, from the traffic start.
     pub samples: Vec<(u64, f64)>,
+    /// When the flow started, ms from the traffic start.
+    #[serde(default)]
+    pub start_ms: u64,
+    /// Bytes it asked for (None: ran for the whole duration).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Its completion time when sized and completed, µs.
+    #[serde(default)]
+    pub fct_us: Option<u64>,
+}
+
+/// The fidelity guard's verdict on one combination (from the switch's exit
+/// JSON, see `fidelity`): whether the machine emulated the link, and why not.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct Fidelity {
+    /// The switch judged the run faithful.
+    pub faithful: bool,
+    /// Why not.
+    pub reasons: Vec<String>,
+    /// Largest share of backlogged link time any port lost.
+    pub max_lost_fraction: f64,
+    /// Data-path stalls while frames waited, and the longest, µs.
+    pub stalls: u64,
+    /// Longest stall, µs.
+    pub max_stall_us: f64,
+}
+
+impl Fidelity {
+    /// Reads `fidelity`, `ports[].link` and `loop` of a switch snapshot; a
+    /// snapshot without a verdict is not faithful ("no verdict").
+    pub fn from_snapshot(v: &serde_json::Value) -> Self {
+        let f = &v["fidelity"];
+        let Some(faithful) = f["faithful"].as_bool() else {
+            return Fidelity {
+                reasons: vec!["the switch reported no fidelity verdict".into()],
+                ..Default::default()
+            };
+        };
+        Fidelity {
+            faithful,
+            reasons: f["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str().map(String::from))
+                .collect(),
+            max_lost_fraction: v["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["link"]["lost_fraction"].as_f64())
+                .fold(0.0, f64::max),
+            stalls: v["loop"]["stalls"].as_u64().unwrap_or(0),
+            max_stall_us: v["loop"]["max_stall_us"].as_f64().unwrap_or(0.0),
+        }
+    }
+}
+
+/// RTT of the ping probe over one run, µs.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct PingStats {
+    /// Replies.
+    pub count: usize,
+    /// Probes sent without a reply.
+    pub lost: usize,
+    /// Mean RTT.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// Every RTT, µs, in order (for CDF figures).
+    pub rtts_us: Vec<f64>,
+}
+
+impl PingStats {
+    /// Parses iputils `ping -n` output (`... time=0.123 ms` per reply and
+    /// the `N packets transmitted, M received` line).
+    pub fn from_ping_output(text: &str) -> Self {
+        let rtts: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.split("time=").nth(1))
+            .filter_map(|t| t.trim_end_matches(" ms").trim().parse::<f64>().ok())
+            .map(|ms| ms * 1000.0)
+            .collect();
+        let sent = text
+            .lines()
+            .find(|l| l.contains("packets transmitted"))
+            .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok())
+            .unwrap_or(rtts.len());
+        let mut sorted = rtts.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        let q = |p: f64| {
+            if sorted.is_empty() {
+                0.0
+            } else {
+                sorted[((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1]
+            }
+        };
+        PingStats {
+            count: rtts.len(),
+            lost: sent.saturating_sub(rtts.len()),
+            mean_us: if rtts.is_empty() {
+                0.0
+            } else {
+                rtts.iter().sum::<f64>() / rtts.len() as f64
+            },
+            p50_us: q(0.5),
+            p99_us: q(0.99),
+            rtts_us: rtts,
+        }
+    }
 }
 
 /// Everything one combination produced.
@@ -129,6 +241,15 @@ pub struct ComboResult {
     /// Where the queue figures' samples came from: `switch_timeseries.csv`
     /// (the switch's own, every 1 ms) or `timeseries.csv` (polled, 100 ms).
     pub queue_samples: String,
+    /// The fidelity guard's verdict.
+    pub fidelity: Fidelity,
+    /// Backlog of the busiest port over the run (from the queue figures'
+    /// samples): mean and 99th percentile, KB.
+    pub queue_mean_kb: f64,
+    /// 99th percentile backlog, KB.
+    pub queue_p99_kb: f64,
+    /// The ping probe's RTTs, when the scenario has one.
+    pub ping: Option<PingStats>,
 }
 
 /// FCT / QCT statistics of one (AQM, x) over its repetitions.
@@ -165,6 +286,35 @@ pub struct PointSummary {
     pub retrans_segs: f64,
     /// FCT relative to the baseline AQM at the same x.
     pub normalized: Option<Normalized>,
+    /// Every pooled run was judged faithful by the switch's fidelity guard.
+    pub faithful: bool,
+    /// `dir: reason` for each run that was not.
+    pub not_faithful: Vec<String>,
+    /// Largest share of backlogged link time lost in any pooled run.
+    pub max_lost_fraction: f64,
+    /// The ping probe's RTTs pooled over runs (static scenarios with a probe).
+    pub ping: Option<PingSummary>,
+    /// Sized static flows: completion time per flow label, ms (mean over runs).
+    pub static_fct_ms: BTreeMap<String, f64>,
+    /// Busiest port's mean backlog, KB (mean over runs).
+    pub queue_mean_kb: f64,
+    /// Busiest port's 99th-percentile backlog, KB (mean over runs).
+    pub queue_p99_kb: f64,
+}
+
+/// Pooled ping RTTs, µs.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PingSummary {
+    /// Replies.
+    pub count: usize,
+    /// Probes lost.
+    pub lost: usize,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
 }
 
 /// The four ratios the TCN / ECN♯ figures plot (this AQM ÷ baseline).
@@ -226,6 +376,39 @@ pub fn summarize(
             let mean =
                 |f: &dyn Fn(&ComboResult) -> u64| runs.iter().map(|r| f(r) as f64).sum::<f64>() / n;
             let static_sum: f64 = static_goodput.values().sum();
+            let mut static_fct: BTreeMap<String, (f64, u32)> = BTreeMap::new();
+            for r in &runs {
+                for st in &r.statics {
+                    if let Some(f) = st.fct_us {
+                        let e = static_fct.entry(st.label.clone()).or_default();
+                        e.0 += f as f64 / 1e3;
+                        e.1 += 1;
+                    }
+                }
+            }
+            let pings: Vec<&PingStats> = runs.iter().filter_map(|r| r.ping.as_ref()).collect();
+            let ping = (!pings.is_empty()).then(|| {
+                let mut all = PingStats::default();
+                for p in &pings {
+                    all.rtts_us.extend_from_slice(&p.rtts_us);
+                    all.lost += p.lost;
+                }
+                let mut v: Vec<u64> = all.rtts_us.iter().map(|&x| x.round() as u64).collect();
+                v.sort_unstable();
+                let st = fct_stats(&v);
+                PingSummary {
+                    count: v.len(),
+                    lost: all.lost,
+                    mean_us: st.as_ref().map_or(0.0, |s| s.mean_us),
+                    p50_us: st.as_ref().map_or(0.0, |s| s.p50_us as f64),
+                    p99_us: st.as_ref().map_or(0.0, |s| s.p99_us as f64),
+                }
+            });
+            let not_faithful: Vec<String> = runs
+                .iter()
+                .filter(|r| !r.fidelity.faithful)
+                .map(|r| format!("{}: {}", r.dir, r.fidelity.reasons.join("; ")))
+                .collect();
             let fct = FctSummary::from_records(&to_records(&flows), wall);
             out.push(PointSummary {
                 aqm: aqm.clone(),
@@ -250,6 +433,19 @@ pub fn summarize(
                 timeouts: mean(&|r| r.hosts.timeouts),
                 retrans_segs: mean(&|r| r.hosts.retrans_segs),
                 normalized: None,
+                faithful: not_faithful.is_empty(),
+                not_faithful,
+                max_lost_fraction: runs
+                    .iter()
+                    .map(|r| r.fidelity.max_lost_fraction)
+                    .fold(0.0, f64::max),
+                ping,
+                static_fct_ms: static_fct
+                    .into_iter()
+                    .map(|(k, (sum, n))| (k, sum / n as f64))
+                    .collect(),
+                queue_mean_kb: runs.iter().map(|r| r.queue_mean_kb).sum::<f64>() / n,
+                queue_p99_kb: runs.iter().map(|r| r.queue_p99_kb).sum::<f64>() / n,
             });
         }
     }
@@ -341,6 +537,13 @@ mod tests {
                 ..Default::default()
             },
             queue_samples: "switch_timeseries.csv".into(),
+            fidelity: Fidelity {
+                faithful: true,
+                ..Default::default()
+            },
+            queue_mean_kb: 0.0,
+            queue_p99_kb: 0.0,
+            ping: None,
         }
     }
 
@@ -411,6 +614,9 @@ mod tests {
             dscp,
             goodput_mbps: g,
             samples: vec![],
+            start_ms: 0,
+            size: None,
+            fct_us: None,
         };
         a.statics = vec![st("f0", 0, 400.0), st("f1", 1, 200.0), st("f2", 1, 100.0)];
         let mut b = a.clone();
@@ -459,5 +665,66 @@ mod tests {
                 delivered_ce: 9
             }
         );
+    }
+
+    #[test]
+    fn fidelity_comes_from_the_switch_and_marks_the_point() {
+        let snap = serde_json::json!({
+            "ports": [{"link": {"lost_fraction": 0.004}}, {"link": {"lost_fraction": 0.031}}],
+            "loop": {"stalls": 12, "max_stall_us": 850.0},
+            "fidelity": {"faithful": false, "reasons": ["port b lost 3.1 % of its backlogged link time"]},
+        });
+        let f = Fidelity::from_snapshot(&snap);
+        assert!(!f.faithful);
+        assert_eq!(f.reasons.len(), 1);
+        assert_eq!(
+            (f.max_lost_fraction, f.stalls, f.max_stall_us),
+            (0.031, 12, 850.0)
+        );
+        // An old or broken switch JSON without a verdict is not vouched for.
+        let none = Fidelity::from_snapshot(&serde_json::json!({"ports": []}));
+        assert!(!none.faithful && none.reasons[0].contains("no fidelity verdict"));
+
+        let good = combo("tcn", 0.5, 0, vec![flow(1_000, 100)], 0);
+        let mut bad = combo("tcn", 0.5, 1, vec![flow(1_000, 100)], 0);
+        bad.dir = "tcn-load0.50-r1".into();
+        bad.fidelity = f;
+        let s = summarize(&[good.clone(), bad], &["tcn".to_string()], "tcn");
+        assert!(!s[0].faithful);
+        assert_eq!(
+            s[0].not_faithful,
+            vec!["tcn-load0.50-r1: port b lost 3.1 % of its backlogged link time"]
+        );
+        assert_eq!(s[0].max_lost_fraction, 0.031);
+        let s = summarize(&[good], &["tcn".to_string()], "tcn");
+        assert!(s[0].faithful && s[0].not_faithful.is_empty());
+    }
+
+    #[test]
+    fn ping_output_is_parsed_and_pooled() {
+        let text = "PING 10.99.0.3 (10.99.0.3) 56(84) bytes of data.
+64 bytes from 10.99.0.3: icmp_seq=1 ttl=64 time=0.415 ms
+64 bytes from 10.99.0.3: icmp_seq=2 ttl=64 time=1.08 ms
+64 bytes from 10.99.0.3: icmp_seq=4 ttl=64 time=0.250 ms
+
+--- 10.99.0.3 ping statistics ---
+4 packets transmitted, 3 received, 25% packet loss, time 30ms
+rtt min/avg/max/mdev = 0.250/0.581/1.080/0.359 ms
+";
+        let p = PingStats::from_ping_output(text);
+        assert_eq!((p.count, p.lost), (3, 1));
+        assert_eq!(p.rtts_us, vec![415.0, 1080.0, 250.0]);
+        assert_eq!((p.p50_us, p.p99_us), (415.0, 1080.0));
+        assert!((p.mean_us - 581.666).abs() < 0.01);
+        let mut a = combo("tcn", 0.0, 0, vec![], 0);
+        a.ping = Some(p.clone());
+        let mut b = a.clone();
+        b.repeat = 1;
+        b.ping = Some(PingStats::from_ping_output(
+            "64 bytes: time=0.300 ms\n1 packets transmitted, 1 received",
+        ));
+        let s = summarize(&[a, b], &["tcn".to_string()], "tcn");
+        let ps = s[0].ping.as_ref().unwrap();
+        assert_eq!((ps.count, ps.lost, ps.p50_us), (4, 1, 300.0));
     }
 }

@@ -24,11 +24,13 @@ use serde_json::{json, Value};
 
 use super::figures;
 use super::results::{
-    host_delta, parse_nstat, summarize, ComboResult, FlowRow, HostTotals, QueryRow,
-    StaticFlowResult, SwitchTotals,
+    host_delta, parse_nstat, summarize, ComboResult, Fidelity, FlowRow, HostTotals, PingStats,
+    QueryRow, StaticFlowResult, SwitchTotals,
 };
-use super::scenario::{Combo, Scenario, SweepValue, TrafficSpec};
-use super::timeseries::{from_switch_csv, samples_from_snapshot, write_csv, QueueSample};
+use super::scenario::{Combo, FlowCount, Scenario, SweepValue, TrafficSpec};
+use super::timeseries::{
+    busiest_port, from_switch_csv, port_backlog_kb, samples_from_snapshot, write_csv, QueueSample,
+};
 use crate::topo::{self, CongestionControl, TopoConfig, Topology};
 use crate::units::parse_duration;
 
@@ -391,6 +393,7 @@ fn run_inner(
         let tag = match combo.sweep {
             SweepValue::Load(l) => format!(" load {l:.2}"),
             SweepValue::Fanin(n) => format!(" fan-in {n}"),
+            SweepValue::Flows(n) => format!(" {n} flows"),
             SweepValue::None => String::new(),
         };
         bar.set_message(format!("{}{tag} (repeat {})", combo.aqm, combo.repeat));
@@ -400,6 +403,15 @@ fn run_inner(
                 combo.index, combo.aqm, combo.repeat
             )
         })?;
+        if !r.fidelity.faithful {
+            let line = format!(
+                "NOT FAITHFUL {}: {}",
+                combo.dir,
+                r.fidelity.reasons.join("; ")
+            );
+            bar.println(format!("softswitch-exp: {line}"));
+            notes.push(line);
+        }
         if r.flows.len() < r.expected && r.statics.is_empty() {
             notes.push(format!(
                 "{}: {} of {} flows recorded",
@@ -429,7 +441,13 @@ fn run_inner(
                 "dir": r.dir, "aqm": r.aqm, "sweep": r.sweep, "repeat": r.repeat,
                 "expected": r.expected, "recorded": r.flows.len(), "queries": r.queries.len(),
                 "switch": r.switch, "hosts": r.hosts, "wall_us": r.wall_us,
+                "fidelity": r.fidelity,
+                "ping": r.ping.as_ref().map(|p| json!({
+                    "count": p.count, "lost": p.lost, "mean_us": p.mean_us,
+                    "p50_us": p.p50_us, "p99_us": p.p99_us,
+                })),
             })).collect::<Vec<_>>(),
+            "faithful": results.iter().all(|r| r.fidelity.faithful),
         }),
     )?;
     let (plots, plot_notes) = figures::write_all(&opts.out, sc, &points, &results, &series)
@@ -479,7 +497,7 @@ pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> 
         "--rtt".into(),
         sw.rtt.clone(),
         "--aqm".into(),
-        aqm.into(),
+        super::scenario::aqm_kind(aqm).into(),
         "--json".into(),
         "--stats-socket".into(),
         socket.display().to_string(),
@@ -515,7 +533,21 @@ pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> 
             a.push(format!("{}={d}", topo.hosts[i - 1].switch_if));
         }
     }
+    let f = &sc.fidelity;
+    for (flag, v) in [
+        ("--max-lost", &f.max_lost),
+        ("--max-stall", &f.max_stall),
+        ("--max-stalled", &f.max_stalled),
+    ] {
+        if let Some(v) = v {
+            a.push(flag.into());
+            a.push(v.clone());
+        }
+    }
     a.extend(sw.extra_args.iter().cloned());
+    if let Some(v) = sw.variant_args.get(aqm) {
+        a.extend(v.iter().cloned());
+    }
     a
 }
 
@@ -663,7 +695,25 @@ fn run_combo(
     };
 
     let traffic = start_traffic(sc, opts, topo, combo, &dir);
+    let mut ping = match &traffic {
+        Ok(_) => start_ping(sc, opts, topo, &dir)?,
+        Err(_) => None,
+    };
     let waited = traffic.and_then(|procs| wait_traffic(procs, &mut switch, opts, combo));
+    // The probe ends on its own with the run; give it a moment, then stop it.
+    let ping = match ping.as_mut() {
+        Some(p) => {
+            let t = Instant::now();
+            while p.exited().is_none() && t.elapsed() < Duration::from_secs(2) {
+                thread::sleep(Duration::from_millis(20));
+            }
+            p.stop(Duration::from_millis(200));
+            Some(PingStats::from_ping_output(
+                &fs::read_to_string(dir.join("ping.txt")).unwrap_or_default(),
+            ))
+        }
+        None => None,
+    };
     sampling.store(false, Ordering::SeqCst);
     let _ = sampler.join();
     let series = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
@@ -692,6 +742,7 @@ fn run_combo(
     let switch_v: Value = serde_json::from_str(&fs::read_to_string(dir.join("switch.json"))?)
         .context("the switch's exit JSON (switch.json)")?;
     let switch_totals = SwitchTotals::from_snapshot(&switch_v);
+    let fidelity = Fidelity::from_snapshot(&switch_v);
     write_csv(
         std::io::BufWriter::new(File::create(dir.join("timeseries.csv"))?),
         &series,
@@ -718,6 +769,22 @@ fn run_combo(
         _ => polled,
     };
 
+    let (queue_mean_kb, queue_p99_kb) = match busiest_port(&series) {
+        Some(port) => {
+            let mut kb: Vec<f64> = port_backlog_kb(&series, &port)
+                .into_iter()
+                .map(|p| p.1)
+                .collect();
+            kb.sort_by(|a, b| a.total_cmp(b));
+            let mean = kb.iter().sum::<f64>() / kb.len().max(1) as f64;
+            let p99 = kb
+                .get(((kb.len() as f64 * 0.99).ceil() as usize).saturating_sub(1))
+                .copied()
+                .unwrap_or(0.0);
+            (mean, p99)
+        }
+        None => (0.0, 0.0),
+    };
     let mut r = ComboResult {
         aqm: combo.aqm.clone(),
         sweep: combo.sweep,
@@ -731,6 +798,10 @@ fn run_combo(
         switch: switch_totals,
         hosts,
         queue_samples,
+        fidelity,
+        queue_mean_kb,
+        queue_p99_kb,
+        ping,
     };
     for p in &procs {
         let v: Value = serde_json::from_str(
@@ -775,6 +846,9 @@ fn run_combo(
                     dscp: p.dscp,
                     goodput_mbps: rep["goodput_mbps"].as_f64().unwrap_or(0.0),
                     samples,
+                    start_ms: rep["start_ms"].as_u64().unwrap_or(0),
+                    size: rep["size"].as_u64(),
+                    fct_us: rep["fct_us"].as_u64(),
                 });
             }
         }
@@ -891,38 +965,111 @@ fn start_traffic(
         }
         TrafficSpec::Static(s) => {
             let dur = Scenario::static_duration(s, opts.quick);
+            let full = Duration::from_nanos(parse_duration(&s.duration).unwrap_or(0));
             for (k, f) in s.flows.iter().enumerate() {
-                let stem = format!("long{k}-h{}-h{}", f.server, f.client);
-                let mut args = vec![
-                    "long".into(),
-                    "--server".into(),
-                    addr(f.server),
-                    "--duration".into(),
-                    format!("{}ms", dur.as_millis()),
-                    "--dscp".into(),
-                    f.dscp.to_string(),
-                    "--sample".into(),
-                    s.sample.clone(),
-                    "--csv".into(),
-                    format!("{stem}.csv"),
-                    "--json".into(),
-                    format!("{stem}.json"),
-                ];
-                if let Some(r) = &f.rate {
-                    args.push("--rate".into());
-                    args.push(r.clone());
+                // With --quick, starts shrink with the run.
+                let start = f
+                    .start
+                    .as_deref()
+                    .map(|st| {
+                        let d = Duration::from_nanos(parse_duration(st).unwrap_or(0));
+                        if full.is_zero() {
+                            d
+                        } else {
+                            d.mul_f64(dur.as_secs_f64() / full.as_secs_f64())
+                        }
+                    })
+                    .unwrap_or_default();
+                for j in 0..f.count_for(combo.sweep) {
+                    let stem = if f.count == FlowCount::Fixed(1) {
+                        format!("long{k}-h{}-h{}", f.server, f.client)
+                    } else {
+                        format!("long{k}.{j}-h{}-h{}", f.server, f.client)
+                    };
+                    let mut args = vec![
+                        "long".into(),
+                        "--server".into(),
+                        addr(f.server),
+                        "--duration".into(),
+                        format!("{}ms", dur.as_millis()),
+                        "--delay".into(),
+                        format!("{}ms", start.as_millis()),
+                        "--dscp".into(),
+                        f.dscp.to_string(),
+                        "--sample".into(),
+                        s.sample.clone(),
+                        "--csv".into(),
+                        format!("{stem}.csv"),
+                        "--json".into(),
+                        format!("{stem}.json"),
+                    ];
+                    if let Some(r) = &f.rate {
+                        args.push("--rate".into());
+                        args.push(r.clone());
+                    }
+                    if let Some(z) = &f.size {
+                        args.push("--size".into());
+                        args.push(z.clone());
+                    }
+                    let n = if f.count == FlowCount::Fixed(1) {
+                        String::new()
+                    } else {
+                        format!(".{j}")
+                    };
+                    spawn(
+                        f.client,
+                        args,
+                        &stem,
+                        format!("f{k}{n} h{}→h{} dscp {}", f.server, f.client, f.dscp),
+                        f.dscp,
+                    )?;
                 }
-                spawn(
-                    f.client,
-                    args,
-                    &stem,
-                    format!("f{k} h{}→h{} dscp {}", f.server, f.client, f.dscp),
-                    f.dscp,
-                )?;
             }
         }
     }
     Ok(procs)
+}
+
+/// Starts the scenario's ping probe (static traffic with `[traffic.ping]`),
+/// writing `ping.txt` in `dir`.
+fn start_ping(
+    sc: &Scenario,
+    opts: &RunOptions,
+    topo: &Topology,
+    dir: &Path,
+) -> Result<Option<Proc>> {
+    let TrafficSpec::Static(s) = &sc.traffic else {
+        return Ok(None);
+    };
+    let Some(p) = &s.ping else {
+        return Ok(None);
+    };
+    let dur = Scenario::static_duration(s, opts.quick);
+    let start = match &p.start {
+        Some(st) => Duration::from_nanos(parse_duration(st).unwrap_or(0)),
+        None => dur / 4,
+    };
+    let interval = Duration::from_nanos(parse_duration(&p.interval).unwrap_or(10_000_000));
+    let run = dur.saturating_sub(start);
+    let count = (run.as_micros() / interval.as_micros().max(1)).max(1);
+    let h = &topo.hosts[p.from - 1];
+    let target = topo.hosts[p.to - 1].ip.to_string();
+    let script = format!(
+        "sleep {:.3}; exec ping -n -Q {} -i {:.3} -c {count} -W 1 {target}",
+        start.as_secs_f64(),
+        (p.dscp as u32) << 2,
+        interval.as_secs_f64(),
+    );
+    let mut c = h.exec(&[]);
+    c.args(["sh", "-c", &script]);
+    let out = File::create(dir.join("ping.txt"))?;
+    let err = File::create(dir.join("ping.log"))?;
+    Ok(Some(Proc::spawn(
+        &format!("ping in {}", h.name),
+        c,
+        Stdio::from(out),
+        Stdio::from(err),
+    )?))
 }
 
 /// A relative path from the scenario's directory if it exists there, else as given.

@@ -67,6 +67,25 @@ pub struct Scenario {
     pub switch: SwitchSpec,
     /// What to send.
     pub traffic: TrafficSpec,
+    /// Fidelity guard limits passed to the switch (`--max-lost` ...); a
+    /// combination beyond them is marked not faithful in every output.
+    #[serde(default)]
+    pub fidelity: FidelitySpec,
+}
+
+/// `[fidelity]`: the guard's limits (the switch's defaults when absent).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FidelitySpec {
+    /// Largest share of backlogged link time a port may lose (`"1%"`).
+    #[serde(default)]
+    pub max_lost: Option<String>,
+    /// Longest single data-path stall while frames wait (`"5ms"`).
+    #[serde(default)]
+    pub max_stall: Option<String>,
+    /// Largest share of the run spent in stalls (`"2%"`).
+    #[serde(default)]
+    pub max_stalled: Option<String>,
 }
 
 fn one() -> u32 {
@@ -139,6 +158,10 @@ pub struct SwitchSpec {
     /// Any further switch flags, appended verbatim.
     #[serde(default)]
     pub extra_args: Vec<String>,
+    /// Further switch flags for one entry of `aqm` only:
+    /// `[switch.variant_args] "tcn@scfq" = ["--wfq-vtime", "scfq"]`.
+    #[serde(default)]
+    pub variant_args: BTreeMap<String, Vec<String>>,
 }
 
 impl SwitchSpec {
@@ -249,6 +272,74 @@ pub struct StaticSpec {
     pub sample: String,
     /// The flows.
     pub flows: Vec<StaticFlow>,
+    /// **Sweep list** of flow counts for the entries with `count = "sweep"`
+    /// (e.g. `[2, 4, 8, 16]`: queue length vs number of flows).
+    #[serde(default)]
+    pub flows_sweep: Vec<usize>,
+    /// RTT probe: ping from one host to another with a DSCP (its queue),
+    /// for the whole run (TCN §6.1.1 Fig. 5b measures queue 3 with ping).
+    #[serde(default)]
+    pub ping: Option<PingSpec>,
+}
+
+/// `[traffic.ping]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PingSpec {
+    /// Host that pings (1-based).
+    pub from: usize,
+    /// Host pinged.
+    pub to: usize,
+    /// DSCP of the probes (selects their queue).
+    #[serde(default)]
+    pub dscp: u8,
+    /// Interval between probes (≥ 1ms).
+    #[serde(default = "default_ping_interval")]
+    pub interval: String,
+    /// When to start, from the traffic start (default: 1/4 of the run, when
+    /// the flows have converged).
+    #[serde(default)]
+    pub start: Option<String>,
+}
+
+fn default_ping_interval() -> String {
+    "10ms".into()
+}
+
+/// How many parallel flows a static entry runs: a number, or the swept count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum FlowCount {
+    /// This many.
+    Fixed(usize),
+    /// `traffic.flows_sweep`'s value of the combination.
+    Sweep,
+}
+
+impl Default for FlowCount {
+    fn default() -> Self {
+        FlowCount::Fixed(1)
+    }
+}
+
+impl<'de> Deserialize<'de> for FlowCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(i64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) if n >= 1 => Ok(FlowCount::Fixed(n as usize)),
+            Raw::N(n) => Err(serde::de::Error::custom(format!(
+                "count = {n}: a flow entry runs at least 1 flow"
+            ))),
+            Raw::S(s) if s == "sweep" => Ok(FlowCount::Sweep),
+            Raw::S(s) => Err(serde::de::Error::custom(format!(
+                "count = \"{s}\": give a number or \"sweep\" (traffic.flows_sweep)"
+            ))),
+        }
+    }
 }
 
 fn default_sample() -> String {
@@ -269,6 +360,17 @@ pub struct StaticFlow {
     /// Pace to this rate (default unpaced).
     #[serde(default)]
     pub rate: Option<String>,
+    /// Start this long after the traffic starts (default at once).
+    #[serde(default)]
+    pub start: Option<String>,
+    /// Transfer this many bytes and end (its FCT is recorded); default:
+    /// run for the whole duration.
+    #[serde(default)]
+    pub size: Option<String>,
+    /// Parallel flows of this entry: a number, or `"sweep"` for the
+    /// combination's value of `traffic.flows_sweep`.
+    #[serde(default)]
+    pub count: FlowCount,
 }
 
 /// The swept x value of a combination.
@@ -279,6 +381,8 @@ pub enum SweepValue {
     Load(f64),
     /// Incast fan-in.
     Fanin(usize),
+    /// Static flows: the number of flows of the `count = "sweep"` entries.
+    Flows(usize),
     /// Static flows: nothing swept but the AQM.
     None,
 }
@@ -288,7 +392,7 @@ impl SweepValue {
     pub fn x(&self) -> f64 {
         match *self {
             SweepValue::Load(l) => l,
-            SweepValue::Fanin(n) => n as f64,
+            SweepValue::Fanin(n) | SweepValue::Flows(n) => n as f64,
             SweepValue::None => 0.0,
         }
     }
@@ -298,6 +402,7 @@ impl SweepValue {
         match *self {
             SweepValue::Load(l) => format!("load{l:.2}"),
             SweepValue::Fanin(n) => format!("fanin{n}"),
+            SweepValue::Flows(n) => format!("flows{n}"),
             SweepValue::None => String::new(),
         }
     }
@@ -375,10 +480,23 @@ impl Scenario {
             );
         }
         for a in &sw.aqm {
-            if !AQM_NAMES.contains(&a.as_str()) {
+            let kind = aqm_kind(a);
+            if !AQM_NAMES.contains(&kind) {
                 return bad(format!(
-                    "switch.aqm: unknown AQM `{a}` — choose from {}",
+                    "switch.aqm: unknown AQM `{kind}` — choose from {} (a variant is written kind@label, e.g. dctcp@port)",
                     AQM_NAMES.join(", ")
+                ));
+            }
+            if a.contains('@')
+                && a.split_once('@').is_some_and(|(_, l)| {
+                    l.is_empty()
+                        || !l
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                })
+            {
+                return bad(format!(
+                    "switch.aqm: `{a}` — a variant label after @ uses letters, digits, - and _ only"
                 ));
             }
         }
@@ -393,6 +511,14 @@ impl Scenario {
                 ));
             }
         }
+        for a in sw.variant_args.keys() {
+            if !sw.aqm.contains(a) {
+                return bad(format!(
+                    "switch.variant_args.{a}: `{a}` is not in switch.aqm ({})",
+                    sw.aqm.join(", ")
+                ));
+            }
+        }
         if let Some(b) = &self.baseline {
             if !sw.aqm.contains(b) {
                 return bad(format!(
@@ -400,6 +526,17 @@ impl Scenario {
                     sw.aqm.join(", ")
                 ));
             }
+        }
+        for (k, v) in [
+            ("fidelity.max_lost", &self.fidelity.max_lost),
+            ("fidelity.max_stalled", &self.fidelity.max_stalled),
+        ] {
+            if let Some(v) = v {
+                crate::config::share_setting(k, v).map_err(|e| inv(e.to_string()))?;
+            }
+        }
+        if let Some(v) = &self.fidelity.max_stall {
+            check_duration("fidelity.max_stall", v)?;
         }
         parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate `{}`: {e}", sw.rate)))?;
         if let Some(b) = &sw.buffer {
@@ -507,6 +644,51 @@ impl Scenario {
                         parse_rate(r)
                             .map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
                     }
+                    let dur = parse_duration(&s.duration).unwrap_or(0);
+                    if let Some(st) = &f.start {
+                        check_duration(&format!("traffic.flows[{k}].start"), st)?;
+                        if parse_duration(st).unwrap_or(0) >= dur {
+                            return bad(format!(
+                                "traffic.flows[{k}].start = {st} is not before the end of the run (traffic.duration = {})",
+                                s.duration
+                            ));
+                        }
+                    }
+                    if let Some(z) = &f.size {
+                        let n = parse_size(z)
+                            .map_err(|e| inv(format!("traffic.flows[{k}].size `{z}`: {e}")))?;
+                        if n == 0 {
+                            return bad(format!("traffic.flows[{k}].size must be positive"));
+                        }
+                    }
+                }
+                let sweeps = s.flows.iter().any(|f| f.count == FlowCount::Sweep);
+                if sweeps != !s.flows_sweep.is_empty() {
+                    return bad(if sweeps {
+                        "a flow has count = \"sweep\" but traffic.flows_sweep is empty — list the counts, e.g. flows_sweep = [2, 4, 8, 16]".into()
+                    } else {
+                        "traffic.flows_sweep is set but no flow has count = \"sweep\"".into()
+                    });
+                }
+                if s.flows_sweep.contains(&0) {
+                    return bad("traffic.flows_sweep: counts must be at least 1".into());
+                }
+                if let Some(p) = &s.ping {
+                    self.check_hosts("traffic.ping", &[p.from, p.to])?;
+                    if p.from == p.to {
+                        return bad(format!(
+                            "traffic.ping: from and to are both host {}",
+                            p.from
+                        ));
+                    }
+                    check_dscp(p.dscp)?;
+                    check_duration("traffic.ping.interval", &p.interval)?;
+                    if parse_duration(&p.interval).unwrap_or(0) < 1_000_000 {
+                        return bad("traffic.ping.interval: at least 1ms".into());
+                    }
+                    if let Some(st) = &p.start {
+                        check_duration("traffic.ping.start", st)?;
+                    }
                 }
             }
         }
@@ -548,6 +730,11 @@ impl Scenario {
         match &self.traffic {
             TrafficSpec::Workload(w) => w.load.iter().map(|&l| SweepValue::Load(l)).collect(),
             TrafficSpec::Incast(i) => i.fanin.iter().map(|&n| SweepValue::Fanin(n)).collect(),
+            TrafficSpec::Static(s) if !s.flows_sweep.is_empty() => s
+                .flows_sweep
+                .iter()
+                .map(|&n| SweepValue::Flows(n))
+                .collect(),
             TrafficSpec::Static(_) => vec![SweepValue::None],
         }
     }
@@ -610,6 +797,23 @@ impl Scenario {
         match &s.quick_duration {
             Some(q) => Duration::from_nanos(parse_duration(q).unwrap_or(0)),
             None => (full / 5).max(Duration::from_secs(2)).min(full),
+        }
+    }
+}
+
+/// The AQM of a sweep entry: `dctcp@port` → `dctcp` (the label names a
+/// variant with its own `[switch.aqm_opts."dctcp@port"]`).
+pub fn aqm_kind(entry: &str) -> &str {
+    entry.split_once('@').map_or(entry, |(k, _)| k)
+}
+
+impl StaticFlow {
+    /// Parallel flows of this entry in a combination sweeping `sweep`.
+    pub fn count_for(&self, sweep: SweepValue) -> usize {
+        match (self.count, sweep) {
+            (FlowCount::Fixed(n), _) => n,
+            (FlowCount::Sweep, SweepValue::Flows(n)) => n,
+            (FlowCount::Sweep, _) => 1,
         }
     }
 }
