@@ -451,3 +451,137 @@ fn bad_input_errors() {
     ping(&t.hosts[0], t.hosts[1].ip);
     sw.stop().assert_clean();
 }
+
+/// A hog on the switch's CPU: a SCHED_FIFO thread pinned to `cpu` that
+/// spins `busy` then sleeps `idle`, until `stop` is set. While it spins the
+/// pinned data path cannot run at all: a stall of `busy`, by construction.
+fn rt_hog(
+    cpu: u32,
+    busy: Duration,
+    idle: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u32> {
+    std::thread::spawn(move || {
+        // SAFETY: plain syscalls on this thread with valid, initialised arguments.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0,
+                "pin the hog to CPU {cpu}"
+            );
+            let p = libc::sched_param { sched_priority: 50 };
+            assert_eq!(
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p),
+                0,
+                "make the hog SCHED_FIFO"
+            );
+        }
+        let mut bursts = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let t = Instant::now();
+            while t.elapsed() < busy {
+                std::hint::spin_loop();
+            }
+            bursts += 1;
+            sleep(idle);
+        }
+        bursts
+    })
+}
+
+/// One 4 s transfer h1 -> h2 through a 500 Mbit/s TCN port pinned to the
+/// last CPU, with or without an RT hog stalling that CPU for 20 ms of every
+/// 100 ms: the switch's exit JSON and its CPU use.
+fn guarded_run(hog: bool) -> (serde_json::Value, CpuUse) {
+    let cpu = *softswitch::cpu::allowed_cpus()
+        .unwrap()
+        .iter()
+        .max()
+        .unwrap();
+    let cpu_arg = cpu.to_string();
+    let mut t = TestTopo::new(2);
+    let sw = switch(
+        &t,
+        "",
+        &["--rate", "500mbit", "--aqm", "tcn", "--cpu", &cpu_arg],
+        Duration::from_secs(30),
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = hog.then(|| {
+        rt_hog(
+            cpu,
+            Duration::from_millis(20),
+            Duration::from_millis(80),
+            stop.clone(),
+        )
+    });
+    let watch = CpuWatch::start(sw.pid());
+    let out = iperf(&mut t, 0, 1, 4, &[]);
+    let use_ = watch.read();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(h) = h {
+        let bursts = h.join().unwrap();
+        assert!(bursts >= 20, "the hog ran only {bursts} bursts");
+    }
+    assert!(iperf_receiver_bps(&out) > 0.0, "no transfer: {out}");
+    (sw.stop().assert_clean(), use_)
+}
+
+#[test]
+fn fidelity_guard_flags_a_starved_data_path() {
+    let name = "fidelity_guard_flags_a_starved_data_path";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    if softswitch::cpu::allowed_cpus().unwrap().len() < 2 {
+        eprintln!("{name}: skipped, needs 2 CPUs (the hog must leave the hosts one)");
+        return;
+    }
+    let _serial = switch_serial();
+
+    // Starved: 20 ms of every 100 ms the data path cannot run, while TCP
+    // keeps the port backlogged. The guard must say so, with the reasons.
+    let (j, _) = guarded_run(true);
+    let f = &j["fidelity"];
+    assert_eq!(f["faithful"], false, "a starved run passed the guard: {f}");
+    let reasons = f["reasons"].to_string();
+    assert!(
+        reasons.contains("stall"),
+        "no stall among the reasons: {reasons}"
+    );
+    let max_stall_us = j["loop"]["max_stall_us"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no loop.max_stall_us in {}", j["loop"]));
+    assert!(
+        max_stall_us >= 15_000.0,
+        "the hog stalls the loop for 20 ms, the guard saw at most {max_stall_us} µs"
+    );
+    let lost: f64 = j["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["link"]["lost_ns"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(
+        lost > 1e6,
+        "backlogged ports lost no link time: {}",
+        j["ports"]
+    );
+
+    // Idle: the same run without the hog is faithful (retried only when
+    // other load on the machine starved the switch).
+    let (j, cpu) = measure(
+        name,
+        3,
+        || guarded_run(false),
+        |j| j["fidelity"]["faithful"] == true,
+    );
+    assert_eq!(
+        j["fidelity"]["faithful"], true,
+        "an unloaded run failed the guard: {}; {cpu}",
+        j["fidelity"]
+    );
+}

@@ -1062,4 +1062,101 @@ mod tests {
             assert!(e.contains(want), "want `{want}` in: {e}");
         }
     }
+
+    const SWEEP: &str = r#"
+        [topology]
+        hosts = 3
+        [switch]
+        aqm = ["red@fixed", "dctcp"]
+        [switch.aqm_opts."red@fixed"]
+        max_p = 0.1
+        [switch.variant_args]
+        "red@fixed" = ["--not-ect", "drop"]
+        [fidelity]
+        max_lost = "2%"
+        max_stall = "10ms"
+        [traffic]
+        kind = "static"
+        duration = "10s"
+        flows_sweep = [2, 8]
+        flows = [
+            { server = 1, client = 3, count = "sweep" },
+            { server = 2, client = 3, count = 2, start = "1s", size = "10mb" },
+        ]
+        [traffic.ping]
+        from = 3
+        to = 1
+        dscp = 8
+        interval = "5ms"
+    "#;
+
+    #[test]
+    fn flows_sweep_variants_ping_and_fidelity() {
+        let s = parse(SWEEP).unwrap();
+        let c = s.combos();
+        assert_eq!(c.len(), 4, "2 flow counts × 2 AQMs");
+        assert_eq!(c[0].sweep, SweepValue::Flows(2));
+        assert_eq!(c[0].dir, "red@fixed-flows2-r0");
+        assert_eq!(aqm_kind(&c[0].aqm), "red");
+        assert_eq!(aqm_kind(&c[1].aqm), "dctcp");
+        assert_eq!(c[3].sweep, SweepValue::Flows(8));
+        let TrafficSpec::Static(st) = &s.traffic else {
+            panic!()
+        };
+        assert_eq!(st.flows[0].count_for(SweepValue::Flows(8)), 8);
+        assert_eq!(st.flows[1].count_for(SweepValue::Flows(8)), 2, "fixed");
+        assert_eq!(st.flows[0].count_for(SweepValue::None), 1);
+        let p = st.ping.as_ref().unwrap();
+        assert_eq!((p.from, p.to, p.dscp), (3, 1, 8));
+        assert_eq!(s.fidelity.max_lost.as_deref(), Some("2%"));
+    }
+
+    #[test]
+    fn mistakes_in_the_new_keys_are_named() {
+        let cases = [
+            (
+                SWEEP.replace("\"red@fixed\", \"dctcp\"", "\"pie@x\", \"dctcp\""),
+                "unknown AQM `pie`",
+            ),
+            (
+                SWEEP.replace("aqm = [\"red@fixed\"", "aqm = [\"red@fi xed\""),
+                "variant label",
+            ),
+            (
+                SWEEP.replace("\"red@fixed\" = [", "\"red@other\" = ["),
+                "switch.variant_args.red@other",
+            ),
+            (
+                SWEEP.replace("max_lost = \"2%\"", "max_lost = \"lots\""),
+                "fidelity.max_lost",
+            ),
+            (
+                SWEEP.replace("max_stall = \"10ms\"", "max_stall = \"soon\""),
+                "fidelity.max_stall",
+            ),
+            (
+                SWEEP.replace("start = \"1s\"", "start = \"20s\""),
+                "not before the end of the run",
+            ),
+            (
+                SWEEP.replace("size = \"10mb\"", "size = \"0\""),
+                "size must be positive",
+            ),
+            (SWEEP.replace("count = 2", "count = 0"), "at least 1 flow"),
+            (SWEEP.replace("count = 2", "count = \"many\""), "\"sweep\""),
+            (SWEEP.replace("to = 1", "to = 3"), "traffic.ping"),
+            (
+                SWEEP.replace("interval = \"5ms\"", "interval = \"100us\""),
+                "at least 1ms",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_ne!(text, SWEEP, "the replacement for `{want}` matched nothing");
+            let e = match parse(&text) {
+                Ok(_) => panic!("accepted, want `{want}`"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains(want), "want `{want}` in: {e}");
+        }
+    }
 }
