@@ -69,6 +69,7 @@ fn options(test: &str) -> (RunOptions, String) {
             stop: Arc::new(AtomicBool::new(false)),
             fault: None,
             prefix: Some(prefix.clone()),
+            scaling: None,
         },
         prefix,
     )

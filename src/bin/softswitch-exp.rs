@@ -13,7 +13,7 @@ use softswitch::exp::{self, RunOptions, Scenario};
 #[derive(Parser, Debug)]
 #[command(
     version,
-    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast\n  softswitch-exp check scenarios/static-flows.toml"
+    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp check scenarios/static-flows.toml"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -35,6 +35,27 @@ enum Cmd {
         /// No progress bar.
         #[arg(long)]
         no_progress: bool,
+        /// Run at this link rate instead of the scenario's, scaling the
+        /// buffer, byte thresholds and paced rates by the same factor
+        /// (recorded in manifest.json and summary.json).
+        #[arg(long)]
+        rate: Option<String>,
+    },
+    /// Find the highest rate at which this machine runs the scenario's
+    /// heaviest point faithfully (the fidelity guard passes, static flows
+    /// hold ≥ 93 % of the link), trying 1, ¾, ½, ⅓, ¼ of its rate (root).
+    Calibrate {
+        /// The scenario TOML file.
+        scenario: PathBuf,
+        /// Results directory (default results/<name>-calibrate-<UTC time>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Then run the whole scenario at the rate found (into <out>/run).
+        #[arg(long)]
+        run: bool,
+        /// No progress bar.
+        #[arg(long)]
+        no_progress: bool,
     },
     /// Validate a scenario and list its combinations (no root).
     Check {
@@ -51,92 +72,189 @@ fn sibling(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
+fn load(path: &std::path::Path) -> Result<Scenario, ExitCode> {
+    Scenario::load(path).map_err(|e| {
+        eprintln!("softswitch-exp: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn utc_stamp() -> String {
+    std::process::Command::new("date")
+        .args(["-u", "+%Y%m%d-%H%M%S"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool) -> RunOptions {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    RunOptions {
+        out,
+        quick,
+        switch_bin: sibling("softswitch"),
+        tg_bin: sibling("softswitch-tg"),
+        scenario_dir: scenario.parent().map(PathBuf::from).unwrap_or_default(),
+        progress,
+        stop,
+        fault: None,
+        prefix: None,
+        scaling: None,
+    }
+}
+
+fn need_root(what: &str) -> Result<(), ExitCode> {
+    if is_root() {
+        return Ok(());
+    }
+    eprintln!(
+        "softswitch-exp: {what} needs root (namespaces, XDP): sudo softswitch-exp {what} ..."
+    );
+    Err(ExitCode::from(2))
+}
+
+/// Runs `sc` and prints what it produced.
+fn run_and_report(sc: &Scenario, name: &str, opts: &RunOptions) -> ExitCode {
+    if let Some(s) = &opts.scaling {
+        println!(
+            "scaled from {} to {} (×{:.3}): {}",
+            s.from,
+            s.to,
+            s.factor,
+            s.changes.join(", ")
+        );
+    }
+    match exp::run(sc, name, opts) {
+        Ok(r) => {
+            println!(
+                "{} combinations in {:.1} s → {}",
+                r.combos,
+                r.elapsed.as_secs_f64(),
+                r.out.display()
+            );
+            for n in &r.notes {
+                println!("note: {n}");
+            }
+            for p in &r.plots {
+                println!("  {}", p.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => interrupted_or_failed(&e, opts),
+    }
+}
+
+fn interrupted_or_failed(e: &anyhow::Error, opts: &RunOptions) -> ExitCode {
+    eprintln!("softswitch-exp: {e:#}");
+    // 130 = interrupted, as shells report Ctrl-C.
+    if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        ExitCode::from(130)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn main() -> ExitCode {
+    match real_main() {
+        Ok(c) | Err(c) => c,
+    }
+}
+
+fn real_main() -> Result<ExitCode, ExitCode> {
     let cli = Cli::parse();
-    match cli.cmd {
-        Cmd::Check { scenario } => match Scenario::load(&scenario) {
-            Ok(sc) => {
-                let combos = sc.combos();
-                println!("{}: {} combinations", sc.name_or(&scenario), combos.len());
-                for c in combos {
-                    println!("  {:>3}  {}", c.index, c.dir);
-                }
-                ExitCode::SUCCESS
+    Ok(match cli.cmd {
+        Cmd::Check { scenario } => {
+            let sc = load(&scenario)?;
+            let combos = sc.combos();
+            println!("{}: {} combinations", sc.name_or(&scenario), combos.len());
+            for c in combos {
+                println!("  {:>3}  {}", c.index, c.dir);
             }
-            Err(e) => {
-                eprintln!("softswitch-exp: {e}");
-                ExitCode::from(2)
-            }
-        },
+            ExitCode::SUCCESS
+        }
         Cmd::Run {
             scenario,
             out,
             quick,
             no_progress,
+            rate,
         } => {
-            let sc = match Scenario::load(&scenario) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("softswitch-exp: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            if !is_root() {
-                eprintln!(
-                    "softswitch-exp: run needs root (namespaces, XDP): sudo softswitch-exp run ..."
-                );
-                return ExitCode::from(2);
-            }
+            let mut sc = load(&scenario)?;
+            need_root("run")?;
             let name = sc.name_or(&scenario);
-            let stamp = std::process::Command::new("date")
-                .args(["-u", "+%Y%m%d-%H%M%S"])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-                .unwrap_or_default();
-            let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-{stamp}")));
-            let stop = Arc::new(AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                let _ = signal_hook::flag::register(sig, stop.clone());
+            let out =
+                out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-{}", utc_stamp())));
+            let mut opts = options(&scenario, out, quick, !no_progress);
+            if let Some(r) = rate {
+                let (s, how) =
+                    exp::scale::scale(&sc, &r, "--rate on the command line").map_err(|e| {
+                        eprintln!("softswitch-exp: {e}");
+                        ExitCode::from(2)
+                    })?;
+                sc = s;
+                opts.scaling = Some(how);
             }
-            let opts = RunOptions {
-                out,
-                quick,
-                switch_bin: sibling("softswitch"),
-                tg_bin: sibling("softswitch-tg"),
-                scenario_dir: scenario.parent().map(PathBuf::from).unwrap_or_default(),
-                progress: !no_progress,
-                stop,
-                fault: None,
-                prefix: None,
-            };
-            match exp::run(&sc, &name, &opts) {
-                Ok(r) => {
-                    println!(
-                        "{} combinations in {:.1} s → {}",
-                        r.combos,
-                        r.elapsed.as_secs_f64(),
-                        r.out.display()
-                    );
-                    for n in &r.notes {
-                        println!("note: {n}");
-                    }
-                    for p in &r.plots {
-                        println!("  {}", p.display());
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("softswitch-exp: {e:#}");
-                    // 130 = interrupted, as shells report Ctrl-C.
-                    if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                        ExitCode::from(130)
-                    } else {
-                        ExitCode::FAILURE
-                    }
-                }
-            }
+            run_and_report(&sc, &name, &opts)
         }
-    }
+        Cmd::Calibrate {
+            scenario,
+            out,
+            run,
+            no_progress,
+        } => {
+            let sc = load(&scenario)?;
+            need_root("calibrate")?;
+            let name = sc.name_or(&scenario);
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp()))
+            });
+            let opts = options(&scenario, out.join("trials"), true, !no_progress);
+            let cal = match exp::scale::calibrate(&sc, &name, &opts) {
+                Ok(c) => c,
+                Err(e) => return Err(interrupted_or_failed(&e, &opts)),
+            };
+            let _ = std::fs::create_dir_all(&out);
+            let _ = std::fs::write(
+                out.join("calibration.json"),
+                serde_json::to_string_pretty(&cal).unwrap_or_default(),
+            );
+            let Some(rate) = cal.rate.clone() else {
+                println!(
+                    "calibration: no rate down to {} ran faithfully on this machine; see {}",
+                    cal.trials.last().map_or("?", |t| t.rate.as_str()),
+                    out.join("calibration.json").display()
+                );
+                return Ok(ExitCode::FAILURE);
+            };
+            println!(
+                "calibration: this machine holds {name} at {rate} (scenario: {}); run it with\n  softswitch-exp run {} --rate {rate}",
+                cal.scenario_rate,
+                scenario.display()
+            );
+            if !run {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let reason = format!(
+                "calibration: the highest of {} accepted ({})",
+                cal.trials
+                    .iter()
+                    .map(|t| t.rate.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cal.rule
+            );
+            let (s, how) = exp::scale::scale(&sc, &rate, &reason).map_err(|e| {
+                eprintln!("softswitch-exp: {e}");
+                ExitCode::from(2)
+            })?;
+            let mut opts = options(&scenario, out.join("run"), false, !no_progress);
+            opts.scaling = Some(how);
+            run_and_report(&s, &name, &opts)
+        }
+    })
 }
 
 fn is_root() -> bool {

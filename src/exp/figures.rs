@@ -205,6 +205,14 @@ pub fn write_all(
                                 "packets",
                                 per_aqm(&|p| Some(p.marked_pkts)),
                             ),
+                            // TCN Fig. 1: the scheduler's promise is a share
+                            // per queue; one line per AQM and DSCP.
+                            panel(
+                                "share of goodput per DSCP (queue)",
+                                "flows",
+                                "share",
+                                dscp_shares(points, aqms, &legend),
+                            ),
                         ],
                         columns: 2,
                     },
@@ -372,4 +380,36 @@ pub fn write_all(
         )?;
     }
     Ok((files, notes))
+}
+
+/// One series per AQM and DSCP: that DSCP's share of the point's goodput.
+fn dscp_shares(
+    points: &[PointSummary],
+    aqms: &[String],
+    legend: &dyn Fn(&String) -> String,
+) -> Vec<Series> {
+    let mut out = Vec::new();
+    for a in aqms {
+        let mine: Vec<&PointSummary> = points.iter().filter(|p| &p.aqm == a).collect();
+        let mut dscps: Vec<u8> = mine
+            .iter()
+            .flat_map(|p| p.dscp_goodput_mbps.keys().copied())
+            .collect();
+        dscps.sort_unstable();
+        dscps.dedup();
+        for d in dscps {
+            out.push(Series {
+                name: format!("{} DSCP {d}", legend(a)),
+                points: mine
+                    .iter()
+                    .filter_map(|p| {
+                        let total: f64 = p.dscp_goodput_mbps.values().sum();
+                        let g = p.dscp_goodput_mbps.get(&d)?;
+                        (total > 0.0).then(|| (p.x, g / total))
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out
 }

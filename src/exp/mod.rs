@@ -10,12 +10,15 @@
 //!   baseline AQM, host TCP counters (no root).
 //! * [`timeseries`] — the live-stats samples and their CSV (no root).
 //! * [`plot`], [`figures`] — PNG/SVG line charts (no root).
+//! * [`scale`] — scaling a scenario to another link rate; the calibration
+//!   that finds the rate this machine holds faithfully.
 //! * [`runner`] — processes, namespaces, guards (root).
 
 pub mod figures;
 pub mod plot;
 pub mod results;
 pub mod runner;
+pub mod scale;
 pub mod scenario;
 pub mod timeseries;
 

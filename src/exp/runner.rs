@@ -69,6 +69,9 @@ pub struct RunOptions {
     pub fault: Option<Fault>,
     /// Namespace prefix (default: a fresh `x` + 4 base-36 digits).
     pub prefix: Option<String>,
+    /// How the scenario was scaled from its own rate (`--rate`, calibration),
+    /// recorded in the manifest and the summary.
+    pub scaling: Option<super::scale::Scaling>,
 }
 
 /// What a finished run produced.
@@ -342,6 +345,7 @@ fn run_inner(
         "hosts": topo.hosts.iter().map(|h| json!({"name": h.name, "ns": h.ns, "ip": h.ip.to_string(), "switch_port": h.switch_if})).collect::<Vec<_>>(),
         "combos": combos,
         "completed": 0,
+        "scaling": opts.scaling,
     });
     write_json(&opts.out.join("manifest.json"), &manifest)?;
 
@@ -435,6 +439,7 @@ fn run_inner(
         &json!({
             "scenario_name": name,
             "baseline": sc.baseline_aqm(),
+            "scaling": opts.scaling,
             "size_classes": {"small_lt_bytes": 100_000, "large_gt_bytes": 10_000_000},
             "points": points,
             "combos": results.iter().map(|r| json!({

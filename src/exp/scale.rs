@@ -1,0 +1,427 @@
+//! Scaling a scenario to a rate this machine can hold, and the calibration
+//! that finds that rate (issue 10, "headroom").
+//!
+//! The papers' testbeds run at 1 Gbit/s. On a 2-vCPU machine the hosts' TCP
+//! and the switch share two CPUs, and with many flows the port can lose link
+//! time (the fidelity guard says so). What the papers' results depend on is
+//! not the absolute rate but the quantities measured *in time* or *relative
+//! to the link*: the marking threshold K = C × RTT × λ (tcn.txt Eq. 1), the
+//! buffer's drain time, a paced flow's share of the link, a workload's load.
+//! So a scenario is scaled by one factor f = new rate / scenario rate:
+//!
+//! * `switch.rate` → the new rate; AQM defaults derived from the rate and
+//!   `--rtt` (K, MQ-ECN's K_i, DiffECN's K_p …) follow by themselves;
+//! * `switch.buffer` and every *size*-valued AQM option (`k = "30kb"`,
+//!   RED's thresholds) × f — the same time to drain, the same K in time;
+//! * every paced flow's `rate` × f — the same share of the link;
+//! * time-valued options (TCN's and ECN♯'s thresholds, CoDel's target),
+//!   quanta and weights (relative), loads (relative), incast and flow sizes
+//!   (the workload itself) are kept.
+//!
+//! The scaling is recorded in `manifest.json` and `summary.json`, so a
+//! result says at which rate it was measured and why.
+
+use serde::Serialize;
+
+use super::scenario::{Scenario, ScenarioError, TrafficSpec};
+use crate::units::{parse_duration, parse_rate, parse_size, Rate};
+
+/// How a scenario was scaled.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scaling {
+    /// The scenario's own rate.
+    pub from: String,
+    /// The rate it ran at.
+    pub to: String,
+    /// to / from.
+    pub factor: f64,
+    /// Every value changed, `what: old → new`.
+    pub changes: Vec<String>,
+    /// Why (e.g. the calibration's finding).
+    pub reason: String,
+}
+
+fn inv(m: String) -> ScenarioError {
+    ScenarioError::Invalid(m)
+}
+
+/// A size in the unit the user wrote it in where possible (KB when whole).
+fn fmt_size(bytes: u64) -> String {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{}kb", bytes / 1024)
+    } else {
+        format!("{bytes}")
+    }
+}
+
+/// `sc` at `rate`, with everything measured in bytes or bit/s scaled by the
+/// same factor (see the module docs).
+pub fn scale(
+    sc: &Scenario,
+    rate: &str,
+    reason: &str,
+) -> Result<(Scenario, Scaling), ScenarioError> {
+    let old = parse_rate(&sc.switch.rate)
+        .map_err(|e| inv(format!("switch.rate `{}`: {e}", sc.switch.rate)))?;
+    let new = parse_rate(rate).map_err(|e| inv(format!("--rate `{rate}`: {e}")))?;
+    let f = new.bps() as f64 / old.bps() as f64;
+    let mut out = sc.clone();
+    let mut changes = Vec::new();
+    out.switch.rate = new.to_string();
+    changes.push(format!(
+        "switch.rate: {} → {}",
+        sc.switch.rate, out.switch.rate
+    ));
+    let scale_bytes = |b: u64| ((b as f64 * f).round() as u64).max(1);
+
+    let buffer = sc
+        .switch
+        .buffer
+        .clone()
+        .unwrap_or_else(|| crate::config::DEFAULT_BUFFER.to_string());
+    let b = parse_size(&buffer).map_err(|e| inv(format!("switch.buffer `{buffer}`: {e}")))?;
+    let nb = fmt_size(scale_bytes(b));
+    changes.push(format!("switch.buffer: {buffer} → {nb}"));
+    out.switch.buffer = Some(nb);
+
+    for (aqm, opts) in out.switch.aqm_opts.iter_mut() {
+        for (key, v) in opts.iter_mut() {
+            let toml::Value::String(s) = v else { continue };
+            // Times stay (they are already relative to the RTT); a string
+            // that reads as a size with a unit is a byte threshold.
+            if parse_duration(s).is_ok() || !s.chars().any(|c| c.is_ascii_alphabetic()) {
+                continue;
+            }
+            let Ok(n) = parse_size(s) else { continue };
+            let ns = fmt_size(scale_bytes(n));
+            changes.push(format!("switch.aqm_opts.{aqm}.{key}: {s} → {ns}"));
+            *v = toml::Value::String(ns);
+        }
+    }
+
+    if let TrafficSpec::Static(st) = &mut out.traffic {
+        for (k, fl) in st.flows.iter_mut().enumerate() {
+            if let Some(r) = &fl.rate {
+                let pr = parse_rate(r)
+                    .map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
+                let nr = Rate::from_bps(((pr.bps() as f64 * f).round() as u64).max(1)).to_string();
+                changes.push(format!("traffic.flows[{k}].rate: {r} → {nr}"));
+                fl.rate = Some(nr);
+            }
+        }
+    }
+    out.validate()?;
+    Ok((
+        out,
+        Scaling {
+            from: sc.switch.rate.clone(),
+            to: new.to_string(),
+            factor: f,
+            changes,
+            reason: reason.to_string(),
+        },
+    ))
+}
+
+/// The heaviest point of `sc` through its first AQM, once: the largest
+/// flow count / load / fan-in of its sweep. The calibration runs this.
+pub fn probe(sc: &Scenario) -> Scenario {
+    let mut p = sc.clone();
+    p.repeat = 1;
+    p.switch.aqm.truncate(1);
+    p.baseline = None;
+    let first = &p.switch.aqm[0];
+    p.switch.aqm_opts.retain(|k, _| k == first);
+    p.switch.variant_args.retain(|k, _| k == first);
+    match &mut p.traffic {
+        TrafficSpec::Static(s) => {
+            if let Some(m) = s.flows_sweep.iter().copied().max() {
+                s.flows_sweep = vec![m];
+            }
+        }
+        TrafficSpec::Workload(w) => {
+            if let Some(m) = w.load.iter().copied().reduce(f64::max) {
+                w.load = vec![m];
+            }
+        }
+        TrafficSpec::Incast(i) => {
+            if let Some(m) = i.fanin.iter().copied().max() {
+                i.fanin = vec![m];
+            }
+        }
+    }
+    p
+}
+
+/// The rates a calibration tries, highest first: the scenario's rate, then
+/// ¾, ½, ⅓ and ¼ of it.
+pub fn candidates(sc: &Scenario) -> Result<Vec<String>, ScenarioError> {
+    let r = parse_rate(&sc.switch.rate)
+        .map_err(|e| inv(format!("switch.rate `{}`: {e}", sc.switch.rate)))?;
+    Ok([1.0, 0.75, 0.5, 1.0 / 3.0, 0.25]
+        .iter()
+        .map(|f| {
+            // Round to whole Mbit/s so the names stay readable.
+            let mbit = ((r.bps() as f64 * f) / 1e6).round().max(1.0) as u64;
+            Rate::mbit(mbit).to_string()
+        })
+        .collect())
+}
+
+/// One rate the calibration tried.
+#[derive(Clone, Debug, Serialize)]
+pub struct Trial {
+    /// The rate.
+    pub rate: String,
+    /// The guard's verdict on every combination of the probe.
+    pub faithful: bool,
+    /// Static flows: goodput / what the link can carry as TCP payload
+    /// (1448 of every 1538 wire bytes); None for other traffic.
+    pub utilisation: Option<f64>,
+    /// Why it was not accepted (empty if it was).
+    pub reasons: Vec<String>,
+}
+
+/// What a calibration found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    /// The scenario's rate.
+    pub scenario_rate: String,
+    /// The highest rate accepted, if any.
+    pub rate: Option<String>,
+    /// Every rate tried, highest first (it stops at the first accepted).
+    pub trials: Vec<Trial>,
+    /// The acceptance rule.
+    pub rule: String,
+}
+
+/// TCP payload per wire byte of a full-size frame: 1448 B of payload in
+/// 1538 B on the wire (1514 + preamble, FCS, inter-frame gap).
+pub const PAYLOAD_PER_WIRE: f64 = 1448.0 / 1538.0;
+
+/// Smallest accepted utilisation of the link by static flows (issue 10:
+/// "hold the link, ≥ 93 % goodput").
+pub const MIN_UTILISATION: f64 = 0.93;
+
+/// Runs [`probe`] of `sc` (quick) at each of [`candidates`] until the guard
+/// calls every combination faithful and, for static flows, the goodput is
+/// at least [`MIN_UTILISATION`] of what the link carries. Each trial's
+/// results go to `opts.out/<rate>`.
+pub fn calibrate(
+    sc: &Scenario,
+    name: &str,
+    opts: &super::RunOptions,
+) -> anyhow::Result<Calibration> {
+    let mut trials = Vec::new();
+    let mut found = None;
+    let probe = probe(sc);
+    for rate in candidates(sc)? {
+        let (s, how) = scale(&probe, &rate, "calibration trial")?;
+        let mut o = opts.clone();
+        o.out = opts.out.join(&rate);
+        o.quick = true;
+        o.scaling = Some(how);
+        super::run(&s, &format!("{name}-calibrate"), &o)?;
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(o.out.join("summary.json"))?)?;
+        let trial = judge_trial(&rate, &s, &summary);
+        eprintln!(
+            "calibration: {rate}: {}{}",
+            if trial.reasons.is_empty() {
+                "accepted"
+            } else {
+                "rejected — "
+            },
+            trial.reasons.join("; ")
+        );
+        let ok = trial.reasons.is_empty();
+        trials.push(trial);
+        if ok {
+            found = Some(rate);
+            break;
+        }
+    }
+    Ok(Calibration {
+        scenario_rate: sc.switch.rate.clone(),
+        rate: found,
+        trials,
+        rule: format!(
+            "the heaviest point of the sweep through the first AQM, quick: the fidelity guard passes every combination and static flows reach ≥ {:.0} % of the link's TCP payload rate",
+            MIN_UTILISATION * 100.0
+        ),
+    })
+}
+
+/// Accepts or rejects one trial from its `summary.json`.
+pub fn judge_trial(rate: &str, sc: &Scenario, summary: &serde_json::Value) -> Trial {
+    let mut reasons = Vec::new();
+    let combos = summary["combos"].as_array().cloned().unwrap_or_default();
+    if combos.is_empty() {
+        reasons.push("no combination completed".into());
+    }
+    let mut faithful = true;
+    for c in &combos {
+        if c["fidelity"]["faithful"] != true {
+            faithful = false;
+            let why: Vec<String> = c["fidelity"]["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str().map(str::to_owned))
+                .collect();
+            reasons.push(format!("not faithful: {}", why.join("; ")));
+        }
+    }
+    let utilisation = match (&sc.traffic, parse_rate(rate)) {
+        (TrafficSpec::Static(_), Ok(r)) => {
+            let g = summary["points"][0]["goodput_mbps"].as_f64().unwrap_or(0.0);
+            let u = g * 1e6 / (r.bps() as f64 * PAYLOAD_PER_WIRE);
+            if u < MIN_UTILISATION {
+                reasons.push(format!(
+                    "goodput {g:.0} Mbit/s is {:.1} % of the link's payload rate (need {:.0} %)",
+                    u * 100.0,
+                    MIN_UTILISATION * 100.0
+                ));
+            }
+            Some(u)
+        }
+        _ => None,
+    };
+    Trial {
+        rate: rate.to_string(),
+        faithful,
+        utilisation,
+        reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const FIG5: &str = r#"
+        [topology]
+        hosts = 4
+        [switch]
+        aqm = ["tcn", "dctcp@queue"]
+        rate = "1gbit"
+        buffer = "96kb"
+        queues = 3
+        sched = "sp+wfq"
+        strict = "0"
+        quantum = "1514"
+        [switch.aqm_opts."dctcp@queue"]
+        k = "32kb"
+        occupancy = "queue"
+        [switch.aqm_opts.tcn]
+        threshold = "256us"
+        [traffic]
+        kind = "static"
+        duration = "10s"
+        flows_sweep = [2, 16, 4]
+        flows = [
+          { server = 1, client = 4, dscp = 0, rate = "500mbit" },
+          { server = 2, client = 4, dscp = 1, count = "sweep" },
+        ]
+    "#;
+
+    fn sc(s: &str) -> Scenario {
+        let sc = Scenario::from_toml(s, Path::new("t.toml")).unwrap();
+        sc.validate().unwrap();
+        sc
+    }
+
+    #[test]
+    fn bytes_and_bit_rates_scale_times_and_shares_stay() {
+        let (s, how) = scale(&sc(FIG5), "500mbit", "test").unwrap();
+        assert_eq!(s.switch.rate, "500mbit");
+        assert_eq!(s.switch.buffer.as_deref(), Some("48kb"));
+        let dq = &s.switch.aqm_opts["dctcp@queue"];
+        assert_eq!(dq["k"].as_str(), Some("16kb"), "K = C·RTT·λ halves with C");
+        assert_eq!(dq["occupancy"].as_str(), Some("queue"), "not a size");
+        assert_eq!(
+            s.switch.aqm_opts["tcn"]["threshold"].as_str(),
+            Some("256us"),
+            "a sojourn threshold is already in time"
+        );
+        assert_eq!(
+            s.switch.quantum.as_deref(),
+            Some("1514"),
+            "quanta are relative"
+        );
+        let TrafficSpec::Static(st) = &s.traffic else {
+            panic!()
+        };
+        assert_eq!(
+            st.flows[0].rate.as_deref(),
+            Some("250mbit"),
+            "same share of the link"
+        );
+        assert_eq!(st.flows[1].rate, None);
+        assert!((how.factor - 0.5).abs() < 1e-12);
+        assert_eq!(how.changes.len(), 4, "{:?}", how.changes);
+        assert!(how.changes.iter().any(|c| c.contains("96kb → 48kb")));
+    }
+
+    #[test]
+    fn an_unset_buffer_scales_from_the_switch_default() {
+        let text = FIG5.replace("buffer = \"96kb\"", "");
+        let (s, _) = scale(&sc(&text), "250mbit", "").unwrap();
+        let d = parse_size(crate::config::DEFAULT_BUFFER).unwrap();
+        assert_eq!(
+            parse_size(s.switch.buffer.as_deref().unwrap()).unwrap(),
+            d / 4
+        );
+    }
+
+    #[test]
+    fn bad_rates_are_named() {
+        let e = scale(&sc(FIG5), "fast", "").unwrap_err().to_string();
+        assert!(e.contains("--rate `fast`"), "{e}");
+    }
+
+    #[test]
+    fn the_probe_is_the_heaviest_point_of_the_first_aqm() {
+        let p = probe(&sc(FIG5));
+        assert_eq!(p.switch.aqm, ["tcn"]);
+        assert!(p.switch.aqm_opts.contains_key("tcn"));
+        assert!(!p.switch.aqm_opts.contains_key("dctcp@queue"));
+        let TrafficSpec::Static(st) = &p.traffic else {
+            panic!()
+        };
+        assert_eq!(st.flows_sweep, [16]);
+        p.validate().unwrap();
+        assert_eq!(p.combos().len(), 1);
+    }
+
+    #[test]
+    fn a_trial_needs_the_verdict_and_the_goodput() {
+        let s = sc(FIG5);
+        let summary = |faithful: bool, mbps: f64| {
+            serde_json::json!({
+                "points": [{"goodput_mbps": mbps}],
+                "combos": [{"fidelity": {"faithful": faithful, "reasons": ["port x lost 5 %"]}}],
+            })
+        };
+        let t = judge_trial("1gbit", &s, &summary(true, 900.0));
+        assert!(t.reasons.is_empty(), "{:?}", t.reasons);
+        assert!((t.utilisation.unwrap() - 0.9 / PAYLOAD_PER_WIRE).abs() < 1e-9);
+        let t = judge_trial("1gbit", &s, &summary(true, 800.0));
+        assert_eq!(t.reasons.len(), 1);
+        assert!(t.reasons[0].contains("85.0 %"), "{:?}", t.reasons);
+        let t = judge_trial("1gbit", &s, &summary(false, 900.0));
+        assert!(!t.faithful);
+        assert!(t.reasons[0].contains("port x lost 5 %"), "{:?}", t.reasons);
+        let t = judge_trial("1gbit", &s, &serde_json::json!({}));
+        assert!(t.reasons[0].contains("no combination"), "{:?}", t.reasons);
+    }
+
+    #[test]
+    fn candidates_step_down_from_the_scenario_rate() {
+        assert_eq!(
+            candidates(&sc(FIG5)).unwrap(),
+            ["1gbit", "750mbit", "500mbit", "333mbit", "250mbit"]
+        );
+    }
+}
