@@ -178,6 +178,9 @@ pub struct RunArgs {
     /// other work (isolcpus, or a cpuset).
     #[arg(long, value_name = "N|last")]
     pub cpu: Option<String>,
+    /// Between departures of a shaped port: `busy` spins (default), `adaptive` sleeps until just before the next departure while backlogged (frees CPU for the hosts; the fidelity guard shows what it costs).
+    #[arg(long, value_name = "busy|adaptive")]
+    pub poll: Option<String>,
     /// UMEM frames shared by all ports (4 KiB each).
     #[arg(long)]
     pub frames: Option<u32>,

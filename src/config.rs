@@ -106,6 +106,8 @@ pub struct FileConfig {
     pub seed: Option<u64>,
     /// Data-path CPU: a number, "last" or "none".
     pub cpu: Option<String>,
+    /// Data-path waiting: "busy" or "adaptive".
+    pub poll: Option<String>,
     /// Fidelity guard: largest share of backlogged link time that may be lost.
     pub max_lost: Option<String>,
     /// Fidelity guard: longest single data-path stall.
@@ -254,6 +256,8 @@ pub struct Settings {
     /// CPU the data path is pinned to (resolved at start against the CPUs
     /// the process may use).
     pub cpu: crate::cpu::CpuChoice,
+    /// Between departures: spin or sleep (`--poll`).
+    pub poll: crate::poll::PollMode,
     /// Queue time-series CSV file and its sampling interval.
     pub timeseries: Option<(std::path::PathBuf, Nanos)>,
     /// Fidelity guard limits.
@@ -289,6 +293,12 @@ impl Settings {
                 units::fmt_duration(p.delay_ns),
                 units::fmt_duration(p.env.rtt_ns),
                 p.aqm.describe(),
+            ));
+        }
+        if self.poll != crate::poll::PollMode::Busy {
+            out.push_str(&format!(
+                "data path: --poll {} (sleeps until just before the next departure while backlogged)\n",
+                self.poll
             ));
         }
         let g = &self.guard;
@@ -555,6 +565,12 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
                 .map_err(|e: String| ConfigError::Invalid(format!("--cpu: {e}")))?,
             None => crate::cpu::CpuChoice::Unpinned,
         },
+        poll: match args.poll.as_deref().or(file.poll.as_deref()) {
+            Some(p) => p
+                .parse()
+                .map_err(|e: String| ConfigError::Invalid(format!("--poll: {e}")))?,
+            None => crate::poll::PollMode::Busy,
+        },
         guard: {
             let d = crate::fidelity::Thresholds::default();
             crate::fidelity::Thresholds {
@@ -805,6 +821,12 @@ mod tests {
         .unwrap();
         assert_eq!(s.ports[0].port.catchup_ns, 1_000_000);
         assert!(s.describe().contains("catch-up 1ms"), "{}", s.describe());
+        assert_eq!(parse(&[]).unwrap().poll, crate::poll::PollMode::Busy);
+        let a = parse(&["--poll", "adaptive"]).unwrap();
+        assert_eq!(a.poll, crate::poll::PollMode::Adaptive);
+        assert!(a.describe().contains("--poll adaptive"), "{}", a.describe());
+        let e = parse(&["--poll", "lazy"]).unwrap_err().to_string();
+        assert!(e.contains("--poll") && e.contains("adaptive"), "{e}");
         assert_eq!(
             (s.guard.max_lost, s.guard.max_stall_ns, s.guard.max_stalled),
             (0.025, 10_000_000, 0.05)

@@ -354,6 +354,10 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     let mut next_publish = 0;
     let mut next_age = AGE_EVERY;
     let mut idle_passes = 0u32;
+    let mut waiter = crate::poll::Waiter::default();
+    if settings.poll == crate::poll::PollMode::Adaptive {
+        crate::poll::tighten_timer_slack();
+    }
     let mut intervals = PassIntervals::default();
     let mut last_pass = clock();
     let deadline = settings.duration_ns;
@@ -435,6 +439,19 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             sw.age(now);
             next_age = now + AGE_EVERY;
         }
+        if work == 0 && settings.poll == crate::poll::PollMode::Adaptive {
+            // Backlogged but no tokens: sleep until just before the next
+            // departure instead of spinning (see `poll`).
+            let held = sw.held_packets() > 0 && pending.iter().all(|q| q.is_empty());
+            if let Some(ns) = waiter.plan(now, sw.next_event(now), held) {
+                let t = clock();
+                crate::poll::sleep_ns(ns);
+                waiter.record(ns, clock() - t);
+                // The planned sleep is not a stall; waking late is.
+                last_pass += ns;
+                continue;
+            }
+        }
         if work == 0 {
             idle_passes += 1;
             // Nothing arrived and nothing left: if the switch holds nothing due
@@ -483,7 +500,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         w.finish().context("writing the time series")?;
     }
     let acc = umem.accounting();
-    let snap = snapshot(
+    let mut snap = snapshot(
         &sw,
         &names,
         now,
@@ -491,6 +508,9 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         Some(&intervals),
         &settings.guard,
     );
+    if settings.poll == crate::poll::PollMode::Adaptive {
+        snap["loop"]["poll"] = waiter.report();
+    }
     published.set(snap.to_string());
     drop(socks);
     drop(xdp);

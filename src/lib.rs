@@ -19,6 +19,7 @@ pub mod delay;
 pub mod exp;
 pub mod fidelity;
 pub mod packet;
+pub mod poll;
 pub mod port;
 pub mod preflight;
 pub mod report;

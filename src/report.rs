@@ -148,6 +148,16 @@ pub fn render(snap: &Value) -> String {
                 f("max_stall_us"),
             ));
         }
+        if let Some(p) = l.get("poll") {
+            let g = |k: &str| p[k].as_f64().unwrap_or(0.0);
+            out.push_str(&format!(
+                "  adaptive poll: {} sleeps, {:.1} ms asleep, woke {:.1} us late on average (max {:.1} us)\n",
+                u(&p["sleeps"]),
+                g("slept_ms"),
+                g("mean_late_us"),
+                g("max_late_us"),
+            ));
+        }
     }
     if let Some(v) = snap.get("fidelity") {
         if v["faithful"].as_bool() == Some(true) {

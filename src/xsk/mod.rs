@@ -205,6 +205,19 @@ pub fn set_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
+/// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`): how
+/// much later than asked the kernel may end its sleeps (default 50 µs).
+pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer and changes only the
+    // calling thread's timer slack.
+    let r = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Pins the calling thread to one CPU (`sched_setaffinity`). Threads it
 /// spawns afterwards inherit the pinning.
 pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
