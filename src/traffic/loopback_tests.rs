@@ -197,10 +197,12 @@ fn delayed_sized_long_flow_starts_late_and_records_its_fct() {
     assert_eq!(rep.total_bytes, 2_500_000);
     let fct = rep.fct_us.expect("completed");
     assert!((190_000..1_000_000).contains(&fct), "fct {fct}");
-    // One time base from the process start: nothing arrives before 300 ms,
-    // and the flow ends (no samples) once its bytes are in.
+    // One time base from the process start: nothing arrives in the samples
+    // at 100 and 200 ms (the one at 300 ms may be taken just after the
+    // start on a busy machine), and the flow ends (no samples) once its
+    // bytes are in.
     assert!(
-        rep.samples.iter().take(3).all(|x| x.bytes == 0),
+        rep.samples.iter().take(2).all(|x| x.bytes == 0),
         "{:?}",
         rep.samples
     );
