@@ -152,7 +152,7 @@ pub struct RunArgs {
     /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
     #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
     pub aqm_opt: Vec<String>,
-    /// Packet the AQM marks but that is Not-ECT: drop (default) or pass.
+    /// Packet the AQM marks but that is Not-ECT: pass (default, as the TCN/MQ-ECN prototypes) or drop.
     #[arg(long)]
     pub not_ect: Option<String>,
     /// Test hook: CE-mark every N-th ECN-capable packet at dequeue.

@@ -96,7 +96,7 @@ pub struct FileConfig {
     pub aqm: Option<String>,
     /// AQM parameters.
     pub aqm_opts: Option<BTreeMap<String, toml::Value>>,
-    /// What to do with a packet the AQM marks but that is Not-ECT: drop | pass.
+    /// What to do with a packet the AQM marks but that is Not-ECT: pass (default) | drop.
     pub not_ect: Option<String>,
     /// MAC ageing time.
     pub ageing: Option<String>,
@@ -277,7 +277,7 @@ impl Settings {
                 format!("catch-up {}", units::fmt_duration(c.catchup_ns))
             };
             out.push_str(&format!(
-                "port {}: rate {} (bucket {} B, +{} B/frame, {}), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {}\n",
+                "port {}: rate {} (bucket {} B, +{} B/frame, {}), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {} (Not-ECT on a mark: {})\n",
                 p.name,
                 rate,
                 c.bucket_bytes,
@@ -289,6 +289,10 @@ impl Settings {
                 units::fmt_duration(p.delay_ns),
                 units::fmt_duration(p.env.rtt_ns),
                 p.aqm.describe(),
+                match c.not_ect {
+                    NotEctPolicy::Pass => "pass",
+                    NotEctPolicy::Drop => "drop",
+                },
             ));
         }
         let g = &self.guard;
@@ -432,12 +436,13 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         }
         None => Classifier::DscpMod,
     };
-    let not_ect = match pick(&args.not_ect, &file.not_ect, "drop") {
+    // Default pass, as the TCN / MQ-ECN prototypes (see `NotEctPolicy`).
+    let not_ect = match pick(&args.not_ect, &file.not_ect, "pass") {
         "drop" => NotEctPolicy::Drop,
         "pass" => NotEctPolicy::Pass,
         other => {
             return Err(ConfigError::Invalid(format!(
-                "--not-ect {other:?}: use drop (default) or pass"
+                "--not-ect {other:?}: use pass (default, as the TCN/MQ-ECN prototypes) or drop"
             )))
         }
     };
@@ -644,6 +649,15 @@ mod tests {
         assert_eq!(p.delay_ns, 0);
         assert!(s.describe().contains("port a: rate 1gbit"));
         assert_eq!(s.cpu, crate::cpu::CpuChoice::Unpinned);
+        // Not-ECT passes on a mark, as the TCN / MQ-ECN prototypes; drop is an option.
+        assert_eq!(p.port.not_ect, NotEctPolicy::Pass);
+        assert!(s.describe().contains("Not-ECT on a mark: pass"));
+        let s = resolve(&args(&["--ports", "a", "--not-ect", "drop"])).unwrap();
+        assert_eq!(s.ports[0].port.not_ect, NotEctPolicy::Drop);
+        let e = resolve(&args(&["--ports", "a", "--not-ect", "mark"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--not-ect") && e.contains("drop"), "{e}");
     }
 
     #[test]

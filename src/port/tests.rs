@@ -360,8 +360,13 @@ fn mark_sets_ce_and_keeps_checksum_valid() {
 
 #[test]
 fn not_ect_mark_drops_or_passes() {
+    // The default is the prototypes' pass (tested below); drop is the option.
+    assert_eq!(PortConfig::default().not_ect, NotEctPolicy::Pass);
     let mut s = VecStore::new();
-    let mut p = port(unshaped(1));
+    let mut p = port(PortConfig {
+        not_ect: NotEctPolicy::Drop,
+        ..unshaped(1)
+    });
     p.aqm_mut().enq = Some(Verdict::Mark(MarkReason::Threshold));
     p.enqueue(pkt(&mut s, 500, 0, Ecn::NotEct), 0, &mut s);
     let id = s.insert(vec![0; 60]);
@@ -377,10 +382,7 @@ fn not_ect_mark_drops_or_passes() {
     assert_eq!(out[0].1, vec![0; 60], "non-IP frame passed untouched");
     assert_eq!(s.live, 0);
 
-    let mut p = port(PortConfig {
-        not_ect: NotEctPolicy::Pass,
-        ..unshaped(1)
-    });
+    let mut p = port(unshaped(1));
     p.aqm_mut().deq = Some(Verdict::Mark(MarkReason::Sojourn));
     p.enqueue(pkt(&mut s, 500, 0, Ecn::NotEct), 0, &mut s);
     let out = drain_out(&mut p, 0, &mut s);
