@@ -143,6 +143,9 @@ pub struct RunArgs {
     /// Strict-priority queues, highest priority first (sp, sp+dwrr, sp+wfq), e.g. 0,1.
     #[arg(long)]
     pub strict: Option<String>,
+    /// WFQ virtual time: prototype (default: V = largest finish tag assigned, as the TCN prototype's sch_wfq) or scfq (self-clocked fair queueing).
+    #[arg(long)]
+    pub wfq_vtime: Option<String>,
     /// DSCP → queue map: `mod` (default: DSCP mod queues), `46=0,10=1` pairs, or 64 queue numbers.
     #[arg(long)]
     pub dscp_map: Option<String>,

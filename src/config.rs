@@ -86,6 +86,8 @@ pub struct FileConfig {
     pub weights: Option<Vec<u64>>,
     /// Strict-priority queues (for sp / sp+dwrr / sp+wfq), highest first.
     pub strict: Option<Vec<usize>>,
+    /// WFQ virtual time rule: prototype (default) | scfq.
+    pub wfq_vtime: Option<String>,
     /// DSCP → queue map, as on the command line (`mod`, `46=0,10=1`, or 64 numbers).
     pub dscp_map: Option<String>,
     /// Test hook: CE-mark every n-th ECN-capable packet at dequeue.
@@ -285,7 +287,7 @@ impl Settings {
                 shaper,
                 c.buffer_bytes,
                 c.queues,
-                c.sched.kind.as_str(),
+                c.sched.describe(),
                 units::fmt_duration(p.delay_ns),
                 units::fmt_duration(p.env.rtt_ns),
                 p.aqm.describe(),
@@ -428,6 +430,9 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         .or(file.strict.as_ref().map(|v| join(v)))
     {
         sched.set_strict_str(&st).map_err(sched_err)?;
+    }
+    if let Some(v) = args.wfq_vtime.as_ref().or(file.wfq_vtime.as_ref()) {
+        sched.set_wfq_vtime_str(v).map_err(sched_err)?;
     }
     sched.validate(queues).map_err(sched_err)?;
     let classifier = match args.dscp_map.as_ref().or(file.dscp_map.as_ref()) {

@@ -230,7 +230,8 @@ impl<A: Aqm> EgressPort<A> {
                 self.tb.set_busy(false, now);
             }
             self.counters.count(q, |c| c.shrink(len));
-            self.sched.commit(q, len, left_empty, now);
+            let next_len = self.queues.head_len(q);
+            self.sched.commit(q, len, next_len, now);
 
             let sojourn = depart.saturating_sub(pkt.enqueue_ns);
             self.counters.count(q, |c| c.sojourn.record(sojourn));

@@ -199,14 +199,14 @@ impl Scheduler for Dwrr {
         best.map(|(_, q)| q)
     }
 
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, _now: Nanos) {
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, _now: Nanos) {
         debug_assert_eq!(
             queue, self.head as usize,
             "commit of a queue DWRR did not select"
         );
         debug_assert!(self.head_granted && self.deficit[queue] >= len as u64);
         self.deficit[queue] = self.deficit[queue].saturating_sub(len as u64);
-        if left_empty {
+        if next_len.is_none() {
             self.pop_front();
             self.deficit[queue] = 0;
         }
@@ -313,7 +313,7 @@ mod tests {
                 events.push((e, t));
             }
             let len = qs.q[q].pop_front().unwrap();
-            s.commit(q, len, qs.q[q].is_empty(), t);
+            s.commit(q, len, qs.q[q].front().copied(), t);
             served.push(q);
         }
         assert_eq!(served, vec![0, 1, 0, 1, 0, 1]);

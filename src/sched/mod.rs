@@ -15,7 +15,8 @@
 //!    nothing. Calling it again without a commit returns the same queue
 //!    (idempotent) as long as no packet arrived in between.
 //! 2. [`Scheduler::commit`] charges the packet that left (DWRR deficit,
-//!    WFQ virtual time) — called after the port popped the head.
+//!    WFQ virtual time and the next head's finish tag) — called after the
+//!    port popped the head, with the length of the new head.
 //!
 //! [`Scheduler::peek`] answers "which queue would `select` pick?" without
 //! changing anything, so `EgressPort::next_ready(&self)` can ask the shaper
@@ -48,7 +49,7 @@ use crate::units::{parse_size, Nanos};
 pub use composite::SpOver;
 pub use dwrr::Dwrr;
 pub use sp::Sp;
-pub use wfq::Wfq;
+pub use wfq::{Wfq, WfqVtime};
 
 /// Most queues a port may have (the non-empty set is a `u128`).
 pub const MAX_QUEUES: usize = 128;
@@ -79,8 +80,9 @@ pub trait Scheduler {
     /// The queue `select` would return now, without changing any state.
     fn peek<V: QueuesView + ?Sized>(&self, queues: &V) -> Option<usize>;
     /// The head of `queue` (`len` bytes), chosen by `select`, has left;
-    /// `left_empty` tells whether the queue is now empty.
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, now: Nanos);
+    /// `next_len` is the length of the queue's new head (None: the queue is
+    /// now empty) — WFQ stamps it at once, as the prototype does.
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, now: Nanos);
     /// A `len`-byte packet joined `queue`, which was empty before if `was_empty`.
     fn on_enqueue(&mut self, queue: usize, len: u32, was_empty: bool, now: Nanos);
     /// Pops one pending "queue started a new round" event (round-robin only).
@@ -121,7 +123,7 @@ pub enum SchedName {
     /// Deficit weighted round robin.
     #[serde(rename = "dwrr")]
     Dwrr,
-    /// Weighted fair queueing (self-clocked virtual time).
+    /// Weighted fair queueing (the prototype's virtual time, or SCFQ).
     #[serde(rename = "wfq")]
     Wfq,
     /// Strict-priority queues above one DWRR group.
@@ -180,6 +182,9 @@ pub struct SchedConfig {
     /// Strict-priority queues, highest priority first.
     #[serde(default)]
     pub strict: Vec<usize>,
+    /// WFQ virtual time rule (default: the TCN prototype's, see `wfq`).
+    #[serde(default)]
+    pub wfq_vtime: Option<WfqVtime>,
 }
 
 impl Default for SchedConfig {
@@ -257,6 +262,9 @@ pub enum SchedConfigError {
         /// Which schedulers use it.
         hint: &'static str,
     },
+    /// Unknown `--wfq-vtime` rule.
+    #[error("unknown --wfq-vtime {0:?}; use prototype (default: V = largest finish tag assigned, as the TCN prototype) or scfq (self-clocked: V = tag of the packet last sent)")]
+    UnknownWfqVtime(String),
     /// Too many or too few queues.
     #[error("a port has 1..={max} queues, not {0}", max = MAX_QUEUES)]
     Queues(usize),
@@ -338,6 +346,7 @@ impl SchedConfig {
             quanta: Vec::new(),
             weights: Vec::new(),
             strict: Vec::new(),
+            wfq_vtime: None,
         }
     }
 
@@ -364,10 +373,28 @@ impl SchedConfig {
         self.weights = parse_weights(s)?;
         Ok(())
     }
+    /// Sets the WFQ virtual time rule from a `--wfq-vtime` string.
+    pub fn set_wfq_vtime_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
+        self.wfq_vtime = Some(
+            WfqVtime::from_cli(s)
+                .ok_or_else(|| SchedConfigError::UnknownWfqVtime(s.to_string()))?,
+        );
+        Ok(())
+    }
     /// Sets strict queues from a `--strict` string.
     pub fn set_strict_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
         self.strict = parse_strict(s)?;
         Ok(())
+    }
+
+    /// The scheduler and the settings that change its behaviour, for the
+    /// start-up line (`wfq (vtime prototype)`).
+    pub fn describe(&self) -> String {
+        let mut s = self.kind.as_str().to_string();
+        if matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
+            s += &format!(" (vtime {})", self.wfq_vtime.unwrap_or_default().as_str());
+        }
+        s
     }
 
     /// Pure round robin (DWRR): the only kind MQ-ECN accepts (tcn.txt §6:
@@ -430,6 +457,12 @@ impl SchedConfig {
                 "weights are for wfq and sp+wfq (use --quantum for dwrr)",
             ));
         }
+        if self.wfq_vtime.is_some() && !matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
+            return Err(not_applicable(
+                "--wfq-vtime",
+                "the virtual time rule is for wfq and sp+wfq",
+            ));
+        }
         if !self.strict.is_empty() && matches!(self.kind, SchedName::Dwrr | SchedName::Wfq) {
             return Err(not_applicable(
                 "--strict",
@@ -477,16 +510,18 @@ impl SchedConfig {
         let weights = expand(&self.weights, DEFAULT_WEIGHT, queues, "weights")?;
         let strict = self.strict_order(queues);
         let group: Vec<usize> = (0..queues).filter(|q| !strict.contains(q)).collect();
+        let vtime = self.wfq_vtime.unwrap_or_default();
         Ok(match self.kind {
             SchedName::Sp => SchedKind::Sp(Sp::new(strict)),
             SchedName::Dwrr => SchedKind::Dwrr(Dwrr::new(&quanta, mask_of(0..queues))),
-            SchedName::Wfq => SchedKind::Wfq(Wfq::new(&weights, mask_of(0..queues))),
+            SchedName::Wfq => SchedKind::Wfq(Wfq::new(&weights, mask_of(0..queues), vtime)),
             SchedName::SpDwrr => {
                 SchedKind::SpDwrr(SpOver::new(strict, Dwrr::new(&quanta, mask_of(group))))
             }
-            SchedName::SpWfq => {
-                SchedKind::SpWfq(SpOver::new(strict, Wfq::new(&weights, mask_of(group))))
-            }
+            SchedName::SpWfq => SchedKind::SpWfq(SpOver::new(
+                strict,
+                Wfq::new(&weights, mask_of(group), vtime),
+            )),
         })
     }
 }
@@ -576,8 +611,8 @@ impl Scheduler for SchedKind {
         dispatch!(self, s => s.peek(queues))
     }
     #[inline]
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, now: Nanos) {
-        dispatch!(self, s => s.commit(queue, len, left_empty, now))
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, now: Nanos) {
+        dispatch!(self, s => s.commit(queue, len, next_len, now))
     }
     #[inline]
     fn on_enqueue(&mut self, queue: usize, len: u32, was_empty: bool, now: Nanos) {
@@ -619,7 +654,7 @@ impl SimQueues {
         assert_eq!(peeked, Some(q), "peek disagrees with select");
         assert_eq!(s.select(self, now), Some(q), "select is not idempotent");
         let len = self.q[q].pop_front().unwrap();
-        s.commit(q, len, self.q[q].is_empty(), now);
+        s.commit(q, len, self.q[q].front().copied(), now);
         Some((q, len))
     }
 }
@@ -729,6 +764,18 @@ mod tests {
         let mut c = SchedConfig::from_cli("dwrr").unwrap();
         c.strict = vec![0];
         assert!(c.validate(2).unwrap_err().to_string().contains("--strict"));
+        let mut c = SchedConfig::from_cli("dwrr").unwrap();
+        c.set_wfq_vtime_str("scfq").unwrap();
+        assert!(c
+            .validate(2)
+            .unwrap_err()
+            .to_string()
+            .contains("--wfq-vtime"));
+        let mut c = SchedConfig::from_cli("sp+wfq").unwrap();
+        c.set_wfq_vtime_str("scfq").unwrap();
+        assert!(c.validate(2).is_ok());
+        let e = c.set_wfq_vtime_str("gps").unwrap_err().to_string();
+        assert!(e.contains("--wfq-vtime") && e.contains("scfq"), "{e}");
         assert!(SchedConfig::default().validate(129).is_err());
     }
 
@@ -747,6 +794,16 @@ mod tests {
         );
         assert_eq!(SchedConfig::new(SchedName::Wfq).quanta(2), None);
         assert!(toml::from_str::<SchedConfig>("kind = \"fifo\"").is_err());
+        let c: SchedConfig = toml::from_str("kind = \"wfq\"\nwfq_vtime = \"scfq\"").unwrap();
+        assert_eq!(c.wfq_vtime, Some(WfqVtime::Scfq));
+        match c.build(2).unwrap() {
+            SchedKind::Wfq(w) => assert_eq!(w.vtime_rule(), WfqVtime::Scfq),
+            _ => unreachable!(),
+        }
+        match SchedConfig::new(SchedName::Wfq).build(2).unwrap() {
+            SchedKind::Wfq(w) => assert_eq!(w.vtime_rule(), WfqVtime::Prototype),
+            _ => unreachable!(),
+        }
         assert!(toml::from_str::<SchedConfig>("kind = \"sp\"\nquantum = [1]").is_err());
     }
 
@@ -778,6 +835,7 @@ mod tests {
             quanta: Vec<u64>,
             weights: Vec<u32>,
             strict: Vec<usize>,
+            scfq: bool,
         ) -> SchedConfig {
             // Only the settings that apply to `kind` (validate rejects others).
             let rr = matches!(kind, SchedName::Dwrr | SchedName::SpDwrr);
@@ -788,6 +846,11 @@ mod tests {
                 quanta: if rr { quanta } else { vec![] },
                 weights: if fq { weights } else { vec![] },
                 strict: if sp { strict } else { vec![] },
+                wfq_vtime: fq.then_some(if scfq {
+                    WfqVtime::Scfq
+                } else {
+                    WfqVtime::Prototype
+                }),
             }
         }
 
@@ -803,10 +866,11 @@ mod tests {
                 weights in prop::collection::vec(1u32..10, 6),
                 strict in prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..3),
                 ops in prop::collection::vec(op(6), 1..400),
+                scfq in any::<bool>(),
             ) {
                 let mut strict = strict;
                 if kind != SchedName::Sp && strict.len() >= 6 { strict.pop(); }
-                let cfg = config(kind, quanta, weights, strict);
+                let cfg = config(kind, quanta, weights, strict, scfq);
                 let mut s = cfg.build(6).unwrap();
                 let mut qs = SimQueues::new(6);
                 for (t, op) in ops.into_iter().enumerate() {
@@ -850,12 +914,13 @@ mod tests {
                 wfq in any::<bool>(),
                 w in prop::collection::vec(1u32..5, 3),
                 seed in any::<u64>(),
+                scfq in any::<bool>(),
             ) {
                 let n = 3;
                 let cfg = if wfq {
-                    config(SchedName::Wfq, vec![], w.clone(), vec![])
+                    config(SchedName::Wfq, vec![], w.clone(), vec![], scfq)
                 } else {
-                    config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![])
+                    config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![], false)
                 };
                 let mut s = cfg.build(n).unwrap();
                 let mut rng = crate::rng::SimRng::new(seed);
