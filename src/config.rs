@@ -88,6 +88,8 @@ pub struct FileConfig {
     pub strict: Option<Vec<usize>>,
     /// WFQ virtual time rule: prototype (default) | scfq.
     pub wfq_vtime: Option<String>,
+    /// What DWRR / WFQ charge a packet: wire (default) | frame.
+    pub sched_bytes: Option<String>,
     /// DSCP → queue map, as on the command line (`mod`, `46=0,10=1`, or 64 numbers).
     pub dscp_map: Option<String>,
     /// Test hook: CE-mark every n-th ECN-capable packet at dequeue.
@@ -431,6 +433,9 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
     {
         sched.set_strict_str(&st).map_err(sched_err)?;
     }
+    if let Some(b) = args.sched_bytes.as_ref().or(file.sched_bytes.as_ref()) {
+        sched.set_bytes_str(b).map_err(sched_err)?;
+    }
     if let Some(v) = args.wfq_vtime.as_ref().or(file.wfq_vtime.as_ref()) {
         sched.set_wfq_vtime_str(v).map_err(sched_err)?;
     }
@@ -512,7 +517,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             num_queues: queues,
             mtu_bytes: MTU,
             quanta: if sched.is_round_robin() {
-                sched.quanta(queues)
+                sched.quanta(queues, port.overhead_bytes)
             } else {
                 None
             },

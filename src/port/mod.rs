@@ -102,7 +102,7 @@ impl<A: Aqm> EgressPort<A> {
     /// seeds the random generator handed to the AQM.
     pub fn new(cfg: PortConfig, aqm: A, now: Nanos, seed: u64) -> Result<Self, PortConfigError> {
         cfg.validate()?;
-        let sched = cfg.sched.build(cfg.queues)?;
+        let sched = cfg.sched.build(cfg.queues, cfg.overhead_bytes)?;
         let per_queue = cfg
             .queue_limit_bytes
             .unwrap_or(cfg.buffer_bytes)
@@ -338,7 +338,7 @@ impl<A: Aqm> EgressPort<A> {
         self.sched = self
             .cfg
             .sched
-            .build(self.cfg.queues)
+            .build(self.cfg.queues, self.cfg.overhead_bytes)
             .expect("validated at new");
     }
 

@@ -983,3 +983,57 @@ fn the_guard_counts_a_stall_while_backlogged_and_nothing_while_idle() {
     );
     assert_eq!(s.live, 0);
 }
+
+/// MQ-ECN's quanta and round time in one unit (tcn.txt §3.3; the prototype,
+/// HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`, counts both in wire bytes):
+/// two backlogged DWRR queues of 64 B frames on a 1 Gbit/s port with 24 B of
+/// wire overhead, served at the shaper's pace. Each queue's share is C/2, so
+/// by hand T_round → 2 × 1538 B × 8 ns = 24.608 µs and K_i → min(1538 B /
+/// 24.608 µs, C) × 250 µs = C/2 × RTT = 15 625 B. Counted in frame bytes
+/// (the option), a 1514 B quantum buys 1514/64 frames = 2081.75 wire bytes a
+/// turn: T_round ≈ 2 × 2081.75 × 8 = 33.3 µs and K_i ≈ 11 364 B, 27 % short
+/// of the queue's real share.
+#[test]
+fn mq_ecn_quanta_and_round_time_share_a_unit() {
+    use crate::aqm::mqecn::{self, MqEcn};
+    use crate::sched::SchedBytes;
+    let run = |bytes: SchedBytes| {
+        let mut sched = SchedConfig::new(SchedName::Dwrr);
+        sched.bytes = bytes;
+        let cfg = PortConfig {
+            queues: 2,
+            buffer_bytes: 1_000_000,
+            sched,
+            ..Default::default()
+        };
+        let quanta = cfg.sched.quanta(2, cfg.overhead_bytes).unwrap();
+        let params = mqecn::Config::for_link(Rate::gbit(1), 250 * US, 1500);
+        let aqm = MqEcn::new(params, quanta.clone(), Rate::gbit(1));
+        let mut p = EgressPort::new(cfg, aqm, 0, 1).unwrap();
+        let mut s = VecStore::new();
+        for _ in 0..3000 {
+            for q in 0..2 {
+                p.enqueue(pkt(&mut s, 64, q, Ecn::Ect0), 0, &mut s);
+            }
+        }
+        let mut now = 0;
+        while now < 2 * crate::units::MS {
+            while let Some(k) = p.dequeue(now, &mut s) {
+                s.take(k.frame);
+            }
+            now = p.next_ready(now).expect("backlogged").max(now + 1);
+        }
+        assert!(p.backlog_pkts() > 0);
+        let out = (quanta[0], p.aqm().t_round_ns(), p.aqm().threshold(0));
+        p.drain(&mut s);
+        out
+    };
+    let (quantum, t_round, k) = run(SchedBytes::Wire);
+    assert_eq!(quantum, 1538);
+    assert!((t_round / 24_608.0 - 1.0).abs() < 0.03, "T_round {t_round}");
+    assert!((k / 15_625.0 - 1.0).abs() < 0.03, "K {k}");
+    let (quantum, t_round, k) = run(SchedBytes::Frame);
+    assert_eq!(quantum, 1514);
+    assert!((t_round / 33_308.0 - 1.0).abs() < 0.03, "T_round {t_round}");
+    assert!(k < 0.8 * 15_625.0, "K {k}");
+}

@@ -54,10 +54,55 @@ pub use wfq::{Wfq, WfqVtime};
 /// Most queues a port may have (the non-empty set is a `u128`).
 pub const MAX_QUEUES: usize = 128;
 
-/// Default DWRR quantum: one MTU-sized Ethernet frame (1500 B IP packet + 14 B
-/// header). tcn.txt §6 uses "equal quantum (1.5KB)" queues; our lengths are
-/// frame lengths, so the same one-MTU-per-round quantum is 1514 B.
+/// Default DWRR quantum in frame bytes: one MTU-sized Ethernet frame (1500 B
+/// IP packet + 14 B header). tcn.txt §6 uses "equal quantum (1.5KB)" queues.
+/// With the default wire-byte accounting ([`SchedBytes::Wire`]) the default
+/// quantum is this plus the port's wire overhead: 1538 B with 24 B, the
+/// prototype's default (`dwrr_queue_quantum[i] = dwrr_max_pkt_bytes` = 1538,
+/// HKUST-SING/TCN-Software `sch_dwrr/params.c`).
 pub const DEFAULT_QUANTUM_BYTES: u64 = 1514;
+
+/// What a scheduler charges a packet: DWRR deficits, quanta and WFQ finish
+/// tags are in these bytes (`--sched-bytes`).
+///
+/// The prototypes charge `skb_size(skb) = max(len + 4, 64) + 20` — the bytes
+/// the frame takes on the wire (HKUST-SING/TCN-Software and
+/// HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`, `sch_wfq/main.c`) — the same
+/// unit as the token bucket's time and so as MQ-ECN's round time. `Wire`
+/// (default) charges `len + overhead`, the port shaper's own per-frame cost
+/// (`--overhead`, 24 B: preamble + SFD 8, FCS 4, gap 12), so quanta, round
+/// time and the link rate C are one unit. (The shaper does not pad frames
+/// under 60 B to the Ethernet minimum, so neither do we.) `Frame` charges
+/// the frame bytes alone, what softswitch did before: then a quantum in
+/// frame bytes is divided by a round time in wire time, and MQ-ECN's
+/// quantum/T_round falls short of a queue's real share by frame/(frame +
+/// overhead) — 1.6 % for 1514 B frames, 27 % for 64 B.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedBytes {
+    /// Frame + the port's wire overhead (the prototypes' `skb_size`; default).
+    #[default]
+    Wire,
+    /// Frame bytes only (option; softswitch's earlier accounting).
+    Frame,
+}
+
+impl SchedBytes {
+    /// The name users type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedBytes::Wire => "wire",
+            SchedBytes::Frame => "frame",
+        }
+    }
+    /// Bytes added to each frame's length for a port with `overhead_bytes`.
+    pub fn extra(self, overhead_bytes: u32) -> u32 {
+        match self {
+            SchedBytes::Wire => overhead_bytes,
+            SchedBytes::Frame => 0,
+        }
+    }
+}
 
 /// Default WFQ weight.
 pub const DEFAULT_WEIGHT: u32 = 1;
@@ -173,7 +218,8 @@ impl SchedName {
 pub struct SchedConfig {
     /// Which scheduler.
     pub kind: SchedName,
-    /// DWRR quantum per queue in bytes of frame (default [`DEFAULT_QUANTUM_BYTES`]).
+    /// DWRR quantum per queue in the bytes of `bytes` (default one MTU
+    /// frame, [`DEFAULT_QUANTUM_BYTES`] + wire overhead).
     #[serde(default)]
     pub quanta: Vec<u64>,
     /// WFQ weight per queue (positive integers, default 1).
@@ -185,6 +231,9 @@ pub struct SchedConfig {
     /// WFQ virtual time rule (default: the TCN prototype's, see `wfq`).
     #[serde(default)]
     pub wfq_vtime: Option<WfqVtime>,
+    /// What DWRR / WFQ charge a packet (default wire bytes, as the prototypes).
+    #[serde(default)]
+    pub bytes: SchedBytes,
 }
 
 impl Default for SchedConfig {
@@ -265,6 +314,9 @@ pub enum SchedConfigError {
     /// Unknown `--wfq-vtime` rule.
     #[error("unknown --wfq-vtime {0:?}; use prototype (default: V = largest finish tag assigned, as the TCN prototype) or scfq (self-clocked: V = tag of the packet last sent)")]
     UnknownWfqVtime(String),
+    /// Unknown `--sched-bytes` unit.
+    #[error("unknown --sched-bytes {0:?}; use wire (default: frame + wire overhead, as the prototypes' skb_size) or frame")]
+    UnknownBytes(String),
     /// Too many or too few queues.
     #[error("a port has 1..={max} queues, not {0}", max = MAX_QUEUES)]
     Queues(usize),
@@ -347,6 +399,7 @@ impl SchedConfig {
             weights: Vec::new(),
             strict: Vec::new(),
             wfq_vtime: None,
+            bytes: SchedBytes::Wire,
         }
     }
 
@@ -381,6 +434,19 @@ impl SchedConfig {
         );
         Ok(())
     }
+    /// Sets the byte accounting from a `--sched-bytes` string.
+    pub fn set_bytes_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
+        self.bytes = match s.trim().to_ascii_lowercase().as_str() {
+            "wire" => SchedBytes::Wire,
+            "frame" => SchedBytes::Frame,
+            _ => return Err(SchedConfigError::UnknownBytes(s.to_string())),
+        };
+        Ok(())
+    }
+    /// Default quantum on a port with `overhead_bytes` of wire overhead.
+    pub fn default_quantum(&self, overhead_bytes: u32) -> u64 {
+        DEFAULT_QUANTUM_BYTES + self.bytes.extra(overhead_bytes) as u64
+    }
     /// Sets strict queues from a `--strict` string.
     pub fn set_strict_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
         self.strict = parse_strict(s)?;
@@ -391,8 +457,12 @@ impl SchedConfig {
     /// start-up line (`wfq (vtime prototype)`).
     pub fn describe(&self) -> String {
         let mut s = self.kind.as_str().to_string();
-        if matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
-            s += &format!(" (vtime {})", self.wfq_vtime.unwrap_or_default().as_str());
+        if self.kind != SchedName::Sp {
+            s += &format!(" ({} bytes", self.bytes.as_str());
+            if matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
+                s += &format!(", vtime {}", self.wfq_vtime.unwrap_or_default().as_str());
+            }
+            s += ")";
         }
         s
     }
@@ -403,13 +473,18 @@ impl SchedConfig {
         self.kind == SchedName::Dwrr
     }
 
-    /// Per-queue quanta for a port of `queues` queues, for round-robin kinds
-    /// (DWRR, and the DWRR group of SP+DWRR); None otherwise or if invalid.
-    pub fn quanta(&self, queues: usize) -> Option<Vec<u64>> {
+    /// Per-queue quanta for a port of `queues` queues with `overhead_bytes`
+    /// of wire overhead, in the unit of `bytes`, for round-robin kinds (DWRR,
+    /// and the DWRR group of SP+DWRR); None otherwise or if invalid.
+    pub fn quanta(&self, queues: usize, overhead_bytes: u32) -> Option<Vec<u64>> {
         match self.kind {
-            SchedName::Dwrr | SchedName::SpDwrr => {
-                expand(&self.quanta, DEFAULT_QUANTUM_BYTES, queues, "quantum").ok()
-            }
+            SchedName::Dwrr | SchedName::SpDwrr => expand(
+                &self.quanta,
+                self.default_quantum(overhead_bytes),
+                queues,
+                "quantum",
+            )
+            .ok(),
             _ => None,
         }
     }
@@ -503,24 +578,36 @@ impl SchedConfig {
         Ok(())
     }
 
-    /// Builds the scheduler for a port of `queues` queues.
-    pub fn build(&self, queues: usize) -> Result<SchedKind, SchedConfigError> {
+    /// Builds the scheduler for a port of `queues` queues whose shaper
+    /// counts `overhead_bytes` of wire overhead per frame.
+    pub fn build(&self, queues: usize, overhead_bytes: u32) -> Result<SchedKind, SchedConfigError> {
         self.validate(queues)?;
-        let quanta = expand(&self.quanta, DEFAULT_QUANTUM_BYTES, queues, "quantum")?;
+        let extra = self.bytes.extra(overhead_bytes);
+        let quanta = expand(
+            &self.quanta,
+            self.default_quantum(overhead_bytes),
+            queues,
+            "quantum",
+        )?;
         let weights = expand(&self.weights, DEFAULT_WEIGHT, queues, "weights")?;
         let strict = self.strict_order(queues);
         let group: Vec<usize> = (0..queues).filter(|q| !strict.contains(q)).collect();
         let vtime = self.wfq_vtime.unwrap_or_default();
         Ok(match self.kind {
             SchedName::Sp => SchedKind::Sp(Sp::new(strict)),
-            SchedName::Dwrr => SchedKind::Dwrr(Dwrr::new(&quanta, mask_of(0..queues))),
-            SchedName::Wfq => SchedKind::Wfq(Wfq::new(&weights, mask_of(0..queues), vtime)),
-            SchedName::SpDwrr => {
-                SchedKind::SpDwrr(SpOver::new(strict, Dwrr::new(&quanta, mask_of(group))))
+            SchedName::Dwrr => {
+                SchedKind::Dwrr(Dwrr::new(&quanta, mask_of(0..queues)).with_extra(extra))
             }
+            SchedName::Wfq => {
+                SchedKind::Wfq(Wfq::new(&weights, mask_of(0..queues), vtime).with_extra(extra))
+            }
+            SchedName::SpDwrr => SchedKind::SpDwrr(SpOver::new(
+                strict,
+                Dwrr::new(&quanta, mask_of(group)).with_extra(extra),
+            )),
             SchedName::SpWfq => SchedKind::SpWfq(SpOver::new(
                 strict,
-                Wfq::new(&weights, mask_of(group), vtime),
+                Wfq::new(&weights, mask_of(group), vtime).with_extra(extra),
             )),
         })
     }
@@ -785,22 +872,34 @@ mod tests {
             toml::from_str("kind = \"sp+dwrr\"\nquanta = [1514, 1514, 3028]\nstrict = [0]")
                 .unwrap();
         assert_eq!(c.kind, SchedName::SpDwrr);
-        assert_eq!(c.quanta(3), Some(vec![1514, 1514, 3028]));
+        assert_eq!(c.quanta(3, 24), Some(vec![1514, 1514, 3028]));
         assert!(!c.is_round_robin());
         assert!(SchedConfig::new(SchedName::Dwrr).is_round_robin());
         assert_eq!(
-            SchedConfig::new(SchedName::Dwrr).quanta(2),
-            Some(vec![1514, 1514])
+            SchedConfig::new(SchedName::Dwrr).quanta(2, 24),
+            Some(vec![1538, 1538])
         );
-        assert_eq!(SchedConfig::new(SchedName::Wfq).quanta(2), None);
+        assert_eq!(SchedConfig::new(SchedName::Wfq).quanta(2, 24), None);
+        // Default: wire bytes, quantum one MTU frame on the wire (1538 B with
+        // 24 B overhead, the prototype's default); frame bytes as an option.
+        let c: SchedConfig = toml::from_str("kind = \"dwrr\"\nbytes = \"frame\"").unwrap();
+        assert_eq!(c.bytes, SchedBytes::Frame);
+        assert_eq!(c.quanta(2, 24), Some(vec![1514, 1514]));
+        assert_eq!(SchedConfig::new(SchedName::Dwrr).bytes, SchedBytes::Wire);
+        let mut c = SchedConfig::new(SchedName::SpWfq);
+        assert_eq!(c.describe(), "sp+wfq (wire bytes, vtime prototype)");
+        c.set_bytes_str("frame").unwrap();
+        assert_eq!(c.describe(), "sp+wfq (frame bytes, vtime prototype)");
+        let e = c.set_bytes_str("ip").unwrap_err().to_string();
+        assert!(e.contains("--sched-bytes") && e.contains("wire"), "{e}");
         assert!(toml::from_str::<SchedConfig>("kind = \"fifo\"").is_err());
         let c: SchedConfig = toml::from_str("kind = \"wfq\"\nwfq_vtime = \"scfq\"").unwrap();
         assert_eq!(c.wfq_vtime, Some(WfqVtime::Scfq));
-        match c.build(2).unwrap() {
+        match c.build(2, 24).unwrap() {
             SchedKind::Wfq(w) => assert_eq!(w.vtime_rule(), WfqVtime::Scfq),
             _ => unreachable!(),
         }
-        match SchedConfig::new(SchedName::Wfq).build(2).unwrap() {
+        match SchedConfig::new(SchedName::Wfq).build(2, 24).unwrap() {
             SchedKind::Wfq(w) => assert_eq!(w.vtime_rule(), WfqVtime::Prototype),
             _ => unreachable!(),
         }
@@ -842,6 +941,7 @@ mod tests {
             let fq = matches!(kind, SchedName::Wfq | SchedName::SpWfq);
             let sp = matches!(kind, SchedName::Sp | SchedName::SpDwrr | SchedName::SpWfq);
             SchedConfig {
+                bytes: SchedBytes::Wire,
                 kind,
                 quanta: if rr { quanta } else { vec![] },
                 weights: if fq { weights } else { vec![] },
@@ -867,11 +967,12 @@ mod tests {
                 strict in prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..3),
                 ops in prop::collection::vec(op(6), 1..400),
                 scfq in any::<bool>(),
+                overhead in prop::sample::select(vec![0u32, 24]),
             ) {
                 let mut strict = strict;
                 if kind != SchedName::Sp && strict.len() >= 6 { strict.pop(); }
                 let cfg = config(kind, quanta, weights, strict, scfq);
-                let mut s = cfg.build(6).unwrap();
+                let mut s = cfg.build(6, overhead).unwrap();
                 let mut qs = SimQueues::new(6);
                 for (t, op) in ops.into_iter().enumerate() {
                     let now = t as Nanos;
@@ -922,7 +1023,10 @@ mod tests {
                 } else {
                     config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![], false)
                 };
-                let mut s = cfg.build(n).unwrap();
+                // Frame bytes: the shares below are counted in frame bytes.
+                let mut cfg = cfg;
+                cfg.bytes = SchedBytes::Frame;
+                let mut s = cfg.build(n, 24).unwrap();
                 let mut rng = crate::rng::SimRng::new(seed);
                 let shares = saturated_shares(&mut s, n, 100_000, 1514, || 64 + (rng.next_u64() % 1451) as u32);
                 let want: Vec<f64> = w.iter().map(|&x| x as f64).collect();
@@ -934,11 +1038,14 @@ mod tests {
     #[test]
     fn build_dispatches() {
         for k in SchedName::ALL {
-            let s = SchedConfig::from_cli(k.as_str()).unwrap().build(4).unwrap();
+            let s = SchedConfig::from_cli(k.as_str())
+                .unwrap()
+                .build(4, 24)
+                .unwrap();
             assert_eq!(s.name(), k);
         }
-        let s = SchedConfig::new(SchedName::Dwrr).build(3).unwrap();
+        let s = SchedConfig::new(SchedName::Dwrr).build(3, 24).unwrap();
         assert!(s.is_round_robin());
-        assert_eq!(s.quanta(), Some(vec![1514; 3]));
+        assert_eq!(s.quanta(), Some(vec![1538; 3]));
     }
 }

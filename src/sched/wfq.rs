@@ -39,8 +39,9 @@
 //! `max(V, F_prev) + len/w` in `on_enqueue` (for the prototype rule V ≥
 //! every tag, so this is `V + len/w`).
 //!
-//! Lengths: the prototype charges `skb_size()`, the bytes on the wire; see
-//! the scheduler's byte unit (`sched::SchedBytes`). The prototype divides
+//! Lengths: the prototype charges `skb_size()`, the bytes on the wire; by
+//! default we charge frame + the port's wire overhead (`extra`, see
+//! [`SchedBytes`](super::SchedBytes)); `--sched-bytes frame` charges frames. The prototype divides
 //! `len / w` in integers (`div_u64`); we keep exact tags (below), so a
 //! weight that does not divide the length is not rounded down — a rounding
 //! artefact of the kernel code, not part of its rule.
@@ -149,6 +150,8 @@ pub struct Wfq {
     heap: BinaryHeap<Reverse<(u128, u16)>>,
     /// Queues this WFQ serves.
     members: u128,
+    /// Parameter: bytes added to each frame's length (wire overhead, or 0).
+    extra: u32,
 }
 
 impl Wfq {
@@ -177,12 +180,19 @@ impl Wfq {
             stamped: 0,
             heap: BinaryHeap::with_capacity(n),
             members,
+            extra: 0,
         }
     }
 
     /// Weight per queue (0 for queues not served here).
     pub fn weights(&self) -> &[u32] {
         &self.weights
+    }
+    /// Charges every packet `extra` bytes beyond its frame length (the wire
+    /// overhead, see [`SchedBytes`](super::SchedBytes)).
+    pub fn with_extra(mut self, extra: u32) -> Self {
+        self.extra = extra;
+        self
     }
     /// How V advances.
     pub fn vtime_rule(&self) -> WfqVtime {
@@ -233,14 +243,15 @@ impl Scheduler for Wfq {
         if let Some(len) = next_len {
             // The new head finishes len/w after the one that left (both
             // rules: for SCFQ that one's tag is V, so max(V, F_prev) = F_prev).
-            let tag = self.last_tag[queue] + cost(len, self.unit[queue]);
+            let tag = self.last_tag[queue] + cost(len + self.extra, self.unit[queue]);
             self.stamp(queue, tag);
         }
     }
 
     fn on_enqueue(&mut self, queue: usize, len: u32, was_empty: bool, _now: Nanos) {
         if was_empty && self.members & (1 << queue) != 0 {
-            let tag = self.vtime.max(self.last_tag[queue]) + cost(len, self.unit[queue]);
+            let tag =
+                self.vtime.max(self.last_tag[queue]) + cost(len + self.extra, self.unit[queue]);
             self.stamp(queue, tag);
         }
     }
