@@ -106,7 +106,7 @@ fn bench_aqms(c: &mut Criterion) {
                     num_queues: queues,
                     mtu_bytes: 1500,
                     quanta: if sched.is_round_robin() {
-                        sched.quanta(queues)
+                        sched.quanta(queues, softswitch::shaper::ETHERNET_WIRE_OVERHEAD)
                     } else {
                         None
                     },

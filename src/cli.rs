@@ -134,7 +134,7 @@ pub struct RunArgs {
     /// Scheduler: sp, dwrr, wfq, sp+dwrr, sp+wfq.
     #[arg(long)]
     pub sched: Option<String>,
-    /// DWRR quanta in bytes, comma-separated (one value = every queue; default 1514).
+    /// DWRR quanta in bytes (--sched-bytes), comma-separated (one value = every queue; default one MTU frame: 1538 wire bytes, 1514 frame bytes).
     #[arg(long)]
     pub quantum: Option<String>,
     /// WFQ weights, comma-separated (one value = every queue; default 1).
@@ -143,6 +143,12 @@ pub struct RunArgs {
     /// Strict-priority queues, highest priority first (sp, sp+dwrr, sp+wfq), e.g. 0,1.
     #[arg(long)]
     pub strict: Option<String>,
+    /// What DWRR / WFQ charge a packet: wire (default: frame + --overhead, as the prototypes' skb_size, so quanta and MQ-ECN's round time share a unit) or frame.
+    #[arg(long)]
+    pub sched_bytes: Option<String>,
+    /// WFQ virtual time: prototype (default: V = largest finish tag assigned, as the TCN prototype's sch_wfq) or scfq (self-clocked fair queueing).
+    #[arg(long)]
+    pub wfq_vtime: Option<String>,
     /// DSCP → queue map: `mod` (default: DSCP mod queues), `46=0,10=1` pairs, or 64 queue numbers.
     #[arg(long)]
     pub dscp_map: Option<String>,
@@ -152,7 +158,7 @@ pub struct RunArgs {
     /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
     #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
     pub aqm_opt: Vec<String>,
-    /// Packet the AQM marks but that is Not-ECT: drop (default) or pass.
+    /// Packet the AQM marks but that is Not-ECT: pass (default, as the TCN/MQ-ECN prototypes) or drop.
     #[arg(long)]
     pub not_ect: Option<String>,
     /// Test hook: CE-mark every N-th ECN-capable packet at dequeue.

@@ -86,6 +86,10 @@ pub struct FileConfig {
     pub weights: Option<Vec<u64>>,
     /// Strict-priority queues (for sp / sp+dwrr / sp+wfq), highest first.
     pub strict: Option<Vec<usize>>,
+    /// WFQ virtual time rule: prototype (default) | scfq.
+    pub wfq_vtime: Option<String>,
+    /// What DWRR / WFQ charge a packet: wire (default) | frame.
+    pub sched_bytes: Option<String>,
     /// DSCP → queue map, as on the command line (`mod`, `46=0,10=1`, or 64 numbers).
     pub dscp_map: Option<String>,
     /// Test hook: CE-mark every n-th ECN-capable packet at dequeue.
@@ -96,7 +100,7 @@ pub struct FileConfig {
     pub aqm: Option<String>,
     /// AQM parameters.
     pub aqm_opts: Option<BTreeMap<String, toml::Value>>,
-    /// What to do with a packet the AQM marks but that is Not-ECT: drop | pass.
+    /// What to do with a packet the AQM marks but that is Not-ECT: pass (default) | drop.
     pub not_ect: Option<String>,
     /// MAC ageing time.
     pub ageing: Option<String>,
@@ -281,7 +285,7 @@ impl Settings {
                 format!("catch-up {}", units::fmt_duration(c.catchup_ns))
             };
             out.push_str(&format!(
-                "port {}: rate {} (bucket {} B, +{} B/frame, {}), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {}\n",
+                "port {}: rate {} (bucket {} B, +{} B/frame, {}), buffer {} B, {} queue(s), sched {}, delay {}, rtt {}\n  aqm {} (Not-ECT on a mark: {})\n",
                 p.name,
                 rate,
                 c.bucket_bytes,
@@ -289,10 +293,14 @@ impl Settings {
                 shaper,
                 c.buffer_bytes,
                 c.queues,
-                c.sched.kind.as_str(),
+                c.sched.describe(),
                 units::fmt_duration(p.delay_ns),
                 units::fmt_duration(p.env.rtt_ns),
                 p.aqm.describe(),
+                match c.not_ect {
+                    NotEctPolicy::Pass => "pass",
+                    NotEctPolicy::Drop => "drop",
+                },
             ));
         }
         if self.poll != crate::poll::PollMode::Busy {
@@ -435,6 +443,12 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
     {
         sched.set_strict_str(&st).map_err(sched_err)?;
     }
+    if let Some(b) = args.sched_bytes.as_ref().or(file.sched_bytes.as_ref()) {
+        sched.set_bytes_str(b).map_err(sched_err)?;
+    }
+    if let Some(v) = args.wfq_vtime.as_ref().or(file.wfq_vtime.as_ref()) {
+        sched.set_wfq_vtime_str(v).map_err(sched_err)?;
+    }
     sched.validate(queues).map_err(sched_err)?;
     let classifier = match args.dscp_map.as_ref().or(file.dscp_map.as_ref()) {
         Some(m) => {
@@ -442,12 +456,13 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         }
         None => Classifier::DscpMod,
     };
-    let not_ect = match pick(&args.not_ect, &file.not_ect, "drop") {
+    // Default pass, as the TCN / MQ-ECN prototypes (see `NotEctPolicy`).
+    let not_ect = match pick(&args.not_ect, &file.not_ect, "pass") {
         "drop" => NotEctPolicy::Drop,
         "pass" => NotEctPolicy::Pass,
         other => {
             return Err(ConfigError::Invalid(format!(
-                "--not-ect {other:?}: use drop (default) or pass"
+                "--not-ect {other:?}: use pass (default, as the TCN/MQ-ECN prototypes) or drop"
             )))
         }
     };
@@ -512,7 +527,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             num_queues: queues,
             mtu_bytes: MTU,
             quanta: if sched.is_round_robin() {
-                sched.quanta(queues)
+                sched.quanta(queues, port.overhead_bytes)
             } else {
                 None
             },
@@ -660,6 +675,15 @@ mod tests {
         assert_eq!(p.delay_ns, 0);
         assert!(s.describe().contains("port a: rate 1gbit"));
         assert_eq!(s.cpu, crate::cpu::CpuChoice::Unpinned);
+        // Not-ECT passes on a mark, as the TCN / MQ-ECN prototypes; drop is an option.
+        assert_eq!(p.port.not_ect, NotEctPolicy::Pass);
+        assert!(s.describe().contains("Not-ECT on a mark: pass"));
+        let s = resolve(&args(&["--ports", "a", "--not-ect", "drop"])).unwrap();
+        assert_eq!(s.ports[0].port.not_ect, NotEctPolicy::Drop);
+        let e = resolve(&args(&["--ports", "a", "--not-ect", "mark"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--not-ect") && e.contains("drop"), "{e}");
     }
 
     #[test]

@@ -7,17 +7,39 @@
 //!
 //! ```text
 //!   ok_to_drop: sojourn ≥ TARGET and more than MAXPACKET left, continuously
-//!               for INTERVAL  (first_above_time = now + INTERVAL)     §5
+//!               for more than INTERVAL (first_above_time = now + INTERVAL,
+//!               ok once now > first_above_time)                     §5
 //!   control_law(t, count) = t + INTERVAL / √count                    §5, §3.3
 //!   entering drop state: count = count − lastcount if that is > 1 and
 //!               now − drop_next < 16·INTERVAL (re-entering soon), else 1  §5
 //! ```
 //!
+//! Where the RFC and Linux differ we follow Linux (`net/sched/sch_codel.c`,
+//! `include/net/codel_impl.h` `codel_should_drop()`), as the TCN prototype's
+//! CoDel does (HKUST-SING/TCN-Software `sch_wfq/main.c` `codel_should_mark()`,
+//! "borrow from codel_should_drop in Linux kernel"):
+//!
+//! * **MAXPACKET is one MTU-sized frame**, compared with the bytes left in
+//!   the queue after the departing packet: Linux tests `*backlog <=
+//!   params->mtu` with `mtu = psched_mtu(dev)` = MTU + Ethernet header (1514
+//!   B) and the backlog in frame bytes (`qdisc_pkt_len`), already reduced by
+//!   the dequeued packet; the prototype `cl->len_bytes <= wfq_max_pkt_bytes`
+//!   (1538, its wire bytes). So a queue holding at most one full-size frame
+//!   is never "above target". Our queue bytes are frame bytes, so the
+//!   default is MTU + 14 (1514 B).
+//! * **Entering** needs `now > first_above_time` (Linux `codel_time_after`,
+//!   the prototype likewise); the RFC's pseudo-code writes `>=`.
+//! * Linux keeps 1/√count as a Q0.16 Newton iterate and counts time in
+//!   1024 ns units; we compute √count exactly in ns (the iterate converges
+//!   to it; its error is an implementation artefact, not part of the law).
+//!
 //! * **Marking.** With `ecn = true` an ECT packet that would be dropped is
 //!   CE-marked (`Verdict::Mark(Persistent)`) and, as in Linux `codel_impl.h`,
 //!   the dropping-state loop stops at that packet: `count++`,
 //!   `drop_next = control_law(drop_next, count)`, deliver.
-//! * **Not-ECT** (or `ecn = false`): `Verdict::Drop(DropReason::Aqm)`. The
+//! * **Not-ECT** (or `ecn = false`), `not_ect = "drop"` (default, Linux:
+//!   `if (params->ecn && INET_ECN_set_ce(skb)) mark; else drop`):
+//!   `Verdict::Drop(DropReason::Aqm)`, whatever the port's `--not-ect`. The
 //!   RFC's `while (now >= drop_next && dropping)` loop, which drops several
 //!   packets in a row, is played by the port: it dequeues the next packet
 //!   and asks us again with the same `now`. We remember that the previous
@@ -26,17 +48,22 @@
 //!   dropping state if it is not `ok_to_drop`, else schedule
 //!   `drop_next = control_law(drop_next, count)` and test the loop condition
 //!   again; after the drop that *enters* the dropping state, deliver it.
+//! * `not_ect = "mark"` (option, the TCN prototype's `codel_marking()`):
+//!   every decision is a mark (`INET_ECN_set_ce`, which leaves a Not-ECT
+//!   packet alone) — count and the schedule advance as for an ECT packet,
+//!   nothing is ever dropped in a row, and the port's `--not-ect` policy
+//!   (pass by default) decides what a mark on a Not-ECT packet means.
 //! * **Empty queue.** `dodequeue()` on an empty queue clears
 //!   `first_above_time` and `dequeue()` leaves the dropping state. We apply
 //!   that when a packet leaves its queue empty (`queue_pkts == 0` after it),
 //!   i.e. at the moment the next dequeue attempt would find nothing.
 //! * `first_above_time == 0` means "unset", as in the RFC.
 //!
-//! Units: ns; MAXPACKET in bytes. Defaults: RFC 8289 §4.2/§4.3 give
+//! Units: ns; MAXPACKET in frame bytes. Defaults: RFC 8289 §4.2/§4.3 give
 //! INTERVAL = 100 ms, TARGET = 5 ms for the Internet. For a datacenter
 //! (`--rtt`) we scale the setting TCN's authors found best on their 1 Gbit/s,
 //! RTT ≈ 250 µs testbed (tcn.txt §6.1: target = 51.2 µs, interval = 1024 µs):
-//! TARGET = 0.2048 × RTT, INTERVAL = 4.096 × RTT. MAXPACKET = the MTU.
+//! TARGET = 0.2048 × RTT, INTERVAL = 4.096 × RTT. MAXPACKET = one MTU frame.
 //! State is per queue: with several queues each one runs its own CoDel
 //! (RFC 8289 §4 discusses use with multiple queues), as the TCN prototype's
 //! CoDel does per switch queue (tcn.txt §5: it "closely tracks the Linux
@@ -54,6 +81,21 @@ pub const TARGET_PER_RTT: f64 = 0.2048;
 /// INTERVAL / RTT (tcn.txt §6.1: 1024 µs at 250 µs).
 pub const INTERVAL_PER_RTT: f64 = 4.096;
 
+/// What the control law does to a Not-ECT packet it hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotEct {
+    /// Drop it (Linux `codel_dequeue`; RFC 8289; the default).
+    #[default]
+    Drop,
+    /// Ask the port to mark it, as for an ECT packet (the TCN prototype's
+    /// `codel_marking`); the port's `--not-ect` then passes or drops it.
+    Mark,
+}
+
+/// Ethernet header bytes: MAXPACKET = MTU + this (Linux `psched_mtu`).
+pub const ETH_HEADER_BYTES: u32 = 14;
+
 /// CoDel parameters (the constants of RFC 8289 §5).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -64,11 +106,14 @@ pub struct Config {
     /// INTERVAL, ns.
     #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
     pub interval: Nanos,
-    /// MAXPACKET, bytes: with this much or less queued, never drop.
+    /// MAXPACKET, frame bytes: with this much or less left queued, never
+    /// above target (Linux `params->mtu` = MTU + Ethernet header).
     #[serde(deserialize_with = "de_size", serialize_with = "ser_size")]
     pub maxpacket: u64,
     /// Mark ECT packets instead of dropping them.
     pub ecn: bool,
+    /// Not-ECT packets the control law hits: drop (Linux) | mark (TCN prototype).
+    pub not_ect: NotEct,
 }
 
 impl Default for Config {
@@ -79,13 +124,15 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Datacenter defaults scaled from the RTT (see the module header).
+    /// Datacenter defaults scaled from the RTT (see the module header);
+    /// `mtu_bytes` is the IP MTU.
     pub fn for_rtt(rtt_ns: Nanos, mtu_bytes: u32) -> Self {
         Config {
             target: scale_ns(rtt_ns, TARGET_PER_RTT),
             interval: scale_ns(rtt_ns, INTERVAL_PER_RTT),
-            maxpacket: mtu_bytes as u64,
+            maxpacket: (mtu_bytes + ETH_HEADER_BYTES) as u64,
             ecn: true,
+            not_ect: NotEct::Drop,
         }
     }
     /// RFC 8289 Internet defaults (§4.2, §4.3, §5): 5 ms / 100 ms.
@@ -93,8 +140,9 @@ impl Config {
         Config {
             target: 5_000_000,
             interval: 100_000_000,
-            maxpacket: mtu_bytes as u64,
+            maxpacket: (mtu_bytes + ETH_HEADER_BYTES) as u64,
             ecn: true,
+            not_ect: NotEct::Drop,
         }
     }
     /// Checks the parameters make sense.
@@ -118,10 +166,10 @@ impl Config {
             fmt_duration(self.target),
             fmt_duration(self.interval),
             self.maxpacket,
-            if self.ecn {
-                "mark ECT, drop Not-ECT"
-            } else {
-                "drop"
+            match (self.ecn, self.not_ect) {
+                (true, NotEct::Drop) => "mark ECT, drop Not-ECT",
+                (true, NotEct::Mark) => "mark (Not-ECT as --not-ect says)",
+                (false, _) => "drop",
             }
         )
     }
@@ -218,7 +266,8 @@ impl Codel {
             v.first_above_time = now + p.interval;
             false
         } else {
-            now >= v.first_above_time
+            // Linux: codel_time_after(now, vars->first_above_time).
+            now > v.first_above_time
         }
     }
 
@@ -275,7 +324,7 @@ impl Aqm for Codel {
     fn on_dequeue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, _rng: &mut SimRng) -> Verdict {
         let i = q.queue.min(self.vars.len() - 1);
         let sojourn = now.saturating_sub(pkt.enqueue_ns);
-        let markable = self.params.ecn && pkt.is_ect();
+        let markable = self.params.ecn && (pkt.is_ect() || self.params.not_ect == NotEct::Mark);
         let ok = self.ok_to_drop(i, sojourn, q.queue_bytes, now);
         let pending = std::mem::take(&mut self.vars[i].pending);
         let verdict = match pending {
@@ -353,12 +402,13 @@ mod tests {
         let mut a = rfc();
         let t0 = 1000 * MS;
         let marks = run(&mut a, t0, t0 + 500 * MS, 10 * MS);
-        // first_above_time = t0 + INTERVAL; first mark when now >= it.
-        assert_eq!(marks[0], t0 + 100 * MS);
+        // first_above_time = t0 + INTERVAL; first mark when now > it (Linux
+        // codel_time_after): the packet at t0 + 101 ms.
+        assert_eq!(marks[0], t0 + 101 * MS);
         // drop_next = control_law(now, 1) = +100 ms.
-        assert_eq!(marks[1], t0 + 200 * MS);
+        assert_eq!(marks[1], t0 + 201 * MS);
         // Then + 100/√2 = 70.71 ms (first packet at or after), then + 100/√3.
-        let n2 = t0 + 200 * MS + 70_710_678;
+        let n2 = t0 + 201 * MS + 70_710_678;
         assert_eq!(marks[2], n2.div_ceil(MS) * MS);
         let n3 = n2 + 57_735_027;
         assert_eq!(marks[3], n3.div_ceil(MS) * MS);
@@ -371,7 +421,7 @@ mod tests {
         let mut a = rfc();
         let t0 = 1000 * MS;
         let marks = run(&mut a, t0, t0 + 400 * MS, 10 * MS);
-        assert_eq!(marks.len(), 5); // t0+100, +200, +271, +329, +379
+        assert_eq!(marks.len(), 5); // t0+101, +201, +272, +330, +380
         let mut rng = SimRng::new(1);
         let t1 = t0 + 400 * MS;
         assert_eq!(
@@ -381,10 +431,10 @@ mod tests {
         assert!(!a.vars(0).dropping);
         assert_eq!(a.vars(0).first_above_time, 0);
         // Above target again soon: re-enter after one INTERVAL with count = delta = 5 − 1.
-        let marks2 = run(&mut a, t1 + MS, t1 + MS + 101 * MS, 10 * MS);
-        assert_eq!(marks2, vec![t1 + MS + 100 * MS]);
+        let marks2 = run(&mut a, t1 + MS, t1 + MS + 102 * MS, 10 * MS);
+        assert_eq!(marks2, vec![t1 + MS + 101 * MS]);
         assert_eq!(a.vars(0).count, 4);
-        assert_eq!(a.vars(0).drop_next, t1 + 101 * MS + 50 * MS); // 100/√4
+        assert_eq!(a.vars(0).drop_next, t1 + 102 * MS + 50 * MS); // 100/√4
     }
 
     #[test]
@@ -397,9 +447,93 @@ mod tests {
         a.on_dequeue(&ect(1500, t1), &ctx(0, 30_000, 20), t1, &mut rng);
         // More than 16 intervals later.
         let t2 = t1 + 2000 * MS;
-        let m = run(&mut a, t2, t2 + 101 * MS, 10 * MS);
-        assert_eq!(m, vec![t2 + 100 * MS]);
+        let m = run(&mut a, t2, t2 + 102 * MS, 10 * MS);
+        assert_eq!(m, vec![t2 + 101 * MS]);
         assert_eq!(a.vars(0).count, 1);
+    }
+
+    #[test]
+    fn entry_needs_now_after_first_above_time() {
+        let mut a = rfc();
+        let mut rng = SimRng::new(1);
+        let q = ctx(0, 30_000, 20);
+        let t0 = 1000 * MS;
+        assert_eq!(
+            a.on_dequeue(&ect(1500, t0 - 10 * MS), &q, t0, &mut rng),
+            Verdict::Pass
+        );
+        assert_eq!(a.vars(0).first_above_time, t0 + 100 * MS);
+        // Linux codel_should_drop: codel_time_after(now, first_above_time).
+        let t = t0 + 100 * MS;
+        assert_eq!(
+            a.on_dequeue(&ect(1500, t - 10 * MS), &q, t, &mut rng),
+            Verdict::Pass
+        );
+        assert_eq!(
+            a.on_dequeue(&ect(1500, t - 10 * MS), &q, t + 1, &mut rng),
+            Verdict::Mark(MarkReason::Persistent)
+        );
+    }
+
+    /// Linux `*backlog <= params->mtu` with mtu = psched_mtu() = MTU + 14 and
+    /// the backlog in frame bytes after the dequeue; the TCN prototype
+    /// `cl->len_bytes <= wfq_max_pkt_bytes`: one full-size frame left behind
+    /// is never above target, one byte more is.
+    #[test]
+    fn one_full_frame_left_is_never_above_target() {
+        assert_eq!(Config::default().maxpacket, 1514);
+        assert_eq!(Config::rfc_defaults(1500).maxpacket, 1514);
+        let mut rng = SimRng::new(1);
+        for (left, marks) in [(1514u64, false), (1515, true)] {
+            let mut a = Codel::new(Config::default(), 1);
+            let mut seen = false;
+            for k in 0..100u64 {
+                let t = 10 * MS + k * 100 * crate::units::US;
+                let v = a.on_dequeue(&ect(1514, t - MS), &ctx(0, left, 1), t, &mut rng);
+                seen |= v != Verdict::Pass;
+                if !marks {
+                    assert_eq!(a.vars(0).first_above_time, 0);
+                }
+            }
+            assert_eq!(seen, marks, "{left} B left");
+        }
+    }
+
+    /// The TCN prototype's `codel_marking()` (option `not_ect = "mark"`):
+    /// every decision is a mark; a Not-ECT packet gets the same verdict as
+    /// an ECT one (the port's --not-ect decides), so the loop never drops
+    /// in a row and the schedule is the ECT one.
+    #[test]
+    fn not_ect_mark_option_follows_the_ect_schedule() {
+        let c: Config = toml::from_str("not_ect = \"mark\"").unwrap();
+        assert_eq!(c.not_ect, NotEct::Mark);
+        assert_eq!(Config::default().not_ect, NotEct::Drop);
+        let mut a = Codel::new(
+            Config {
+                not_ect: NotEct::Mark,
+                ..Config::rfc_defaults(1500)
+            },
+            1,
+        );
+        let mut rng = SimRng::new(1);
+        let q = ctx(0, 300_000, 200);
+        let t0 = 1000 * MS;
+        let mut marks = vec![];
+        let mut t = t0;
+        while t < t0 + 400 * MS {
+            match a.on_dequeue(&not_ect(1500, t - 10 * MS), &q, t, &mut rng) {
+                Verdict::Mark(_) => marks.push(t),
+                Verdict::Pass => {}
+                Verdict::Drop(_) => panic!("dropped at {t}"),
+            }
+            t += MS;
+        }
+        // As control_law_schedule: 101, 201, ⌈271.7⌉, ⌈329.4⌉, ⌈379.4⌉ ms.
+        let want: Vec<Nanos> = [101, 201, 272, 330, 380]
+            .iter()
+            .map(|m| t0 + m * MS)
+            .collect();
+        assert_eq!(marks, want);
     }
 
     #[test]
@@ -428,8 +562,9 @@ mod tests {
             a.on_dequeue(&not_ect(1500, t0 - 10 * MS), &q, t0, &mut rng),
             Verdict::Pass
         );
-        // Entry at t0 + INTERVAL: the Not-ECT packet is dropped, the next delivered.
-        let t1 = t0 + 100 * MS;
+        // Entry just after t0 + INTERVAL: the Not-ECT packet is dropped, the
+        // next delivered.
+        let t1 = t0 + 100 * MS + 1;
         assert_eq!(
             a.on_dequeue(&not_ect(1500, t1 - 10 * MS), &q, t1, &mut rng),
             Verdict::Drop(DropReason::Aqm)

@@ -12,7 +12,7 @@
 //! | `dctcp` | K = λ·C·RTT, λ = 1, per-queue, enqueue | tcn.txt §2.1 Eq. 1, §6.1 |
 //! | `mq-ecn` | K_i = min(quantum_i/T_round, C)·RTT·λ, β = 0.75, T_idle = MTU/C | tcn.txt §3.3, §6 |
 //! | `tcn` | T = λ·RTT, λ = 1 | tcn.txt §4.1 Eq. 3 |
-//! | `codel` | target = 0.2048·RTT, interval = 4.096·RTT | tcn.txt §6.1 (51.2 µs / 1024 µs at 250 µs); RFC 8289 |
+//! | `codel` | target = 0.2048·RTT, interval = 4.096·RTT, maxpacket = MTU + 14 (Linux psched_mtu) | tcn.txt §6.1 (51.2 µs / 1024 µs at 250 µs); RFC 8289; Linux codel_impl.h |
 //! | `ecn-sharp` | ins_target = RTT, pst_interval = RTT, pst_target = 0.425·RTT | ecnsharp.txt §3.4, §5.2 |
 //!
 //! Overrides are applied to those defaults, by key, and the result is
@@ -604,7 +604,7 @@ mod tests {
         };
         assert_eq!(
             (cd.target, cd.interval, cd.maxpacket),
-            (50 * US, 1_000_000, 1500)
+            (50 * US, 1_000_000, 1514) // one MTU frame, Linux psched_mtu()
         );
         let s = toml::to_string(&c).unwrap();
         let back: AqmConfig = toml::from_str(&s).unwrap();

@@ -2,9 +2,10 @@
 //! the typed reasons that index the drop / mark counters.
 //!
 //! An AQM only *decides*. It returns a [`Verdict`]; the egress port applies it
-//! in one place (`port`): `Mark` becomes CE on an ECN-capable packet, or a drop
-//! (`DropReason::NotEctMark`) on a Not-ECT one unless the port is configured to
-//! let it pass; `Drop` frees the frame and counts the reason.
+//! in one place (`port`): `Mark` becomes CE on an ECN-capable packet; a Not-ECT
+//! one passes unmarked (the prototypes' behaviour, the default) or is dropped
+//! (`DropReason::NotEctMark`) with `--not-ect drop`; `Drop` frees the frame and
+//! counts the reason.
 //!
 //! Time and randomness are arguments (`now`, `rng`); an AQM never reads a clock.
 //! One instance serves a whole port and keeps per-queue state itself, because
@@ -19,7 +20,7 @@ use crate::units::Nanos;
 pub enum Verdict {
     /// Leave it alone.
     Pass,
-    /// Set CE (or drop if Not-ECT, as the port is configured).
+    /// Set CE (a Not-ECT packet passes, or is dropped with `--not-ect drop`).
     Mark(MarkReason),
     /// Drop it.
     Drop(DropReason),

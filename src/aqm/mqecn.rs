@@ -38,7 +38,24 @@
 //!   given quantum 0 by the scheduler: they have no round share to estimate,
 //!   so they keep the standard threshold C × RTT × λ.
 //!
-//! Units: quanta and K in bytes, C from the port rate, times in ns.
+//! * **Units.** quantum_i / T_round must be a rate in the unit of C. The
+//!   prototype counts both in wire bytes: its DWRR charges `skb_size()`
+//!   (frame + FCS + preamble + gap) against quanta in those bytes, and its
+//!   round time is link time of the same bytes at the shaped rate
+//!   (HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`:
+//!   `min(cl->quantum * 8000000000 / q->round_time_ns, rate_bps) *
+//!   PORT_THRESH_BYTES / rate_bps`). Here T_round is the port shaper's
+//!   link time (frame + `--overhead` bytes at C), and by default DWRR
+//!   charges the same frame + overhead bytes (`--sched-bytes wire`), so the
+//!   quanta we are given are wire bytes and quantum_i / T_round is exactly
+//!   queue i's share of C. With `--sched-bytes frame` (the option kept from
+//!   before) the quanta are frame bytes and K_i comes out low by
+//!   frame/(frame + overhead).
+//!
+//! Units: quanta in the scheduler's bytes (wire by default), K in bytes, C
+//! from the port rate, times in ns. Occupancy is compared in frame bytes
+//! (the port's buffer unit; the prototype's `len_bytes` are wire bytes, a
+//! 1.6 % difference for MTU frames).
 //! Defaults: λ = 1, RTT = `--rtt`, β = 0.75, T_idle = MTU time at C.
 
 use super::util::{de_duration, ser_duration};
@@ -308,6 +325,19 @@ mod tests {
             }
         }
         t
+    }
+
+    /// The prototype's formula, by hand: quantum 1538 wire bytes, T_round =
+    /// two 1538 B quanta at 1 Gbit/s = 24 608 ns, port threshold 30 000 B
+    /// (= C·RTT·λ with RTT 240 µs): min(1538 · 8e9 / 24 608, 1e9) = 5e8 bit/s,
+    /// × 30 000 / 1e9 = 15 000 B.
+    #[test]
+    fn threshold_is_the_prototypes_formula() {
+        let k = threshold_bytes(1538, 24_608.0, Rate::gbit(1), 240 * US, 1.0);
+        assert!((k - 15_000.0).abs() < 1e-6, "{k}");
+        // One queue alone: min(1538 · 8e9 / 12 304, C) = C → 30 000 B.
+        let k = threshold_bytes(1538, 12_304.0, Rate::gbit(1), 240 * US, 1.0);
+        assert!((k - 30_000.0).abs() < 1e-6, "{k}");
     }
 
     #[test]

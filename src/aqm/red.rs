@@ -75,7 +75,7 @@ pub enum Form {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Action {
-    /// ECN-mark (the port drops Not-ECT packets, as configured).
+    /// ECN-mark (Not-ECT packets pass or are dropped, per `--not-ect`).
     #[default]
     Mark,
     /// Drop.

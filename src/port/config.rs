@@ -73,12 +73,22 @@ impl Classifier {
 }
 
 /// What to do when an AQM wants to mark a packet that is not ECN-capable.
+///
+/// The default is `Pass`, as both authors' prototypes do: the TCN and
+/// MQ-ECN qdiscs (HKUST-SING/TCN-Software `sch_dwrr/main.c`, `sch_wfq/main.c`;
+/// HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`) call `INET_ECN_set_ce()` /
+/// `IP_ECN_set_ce()`, which leave a Not-ECT packet unchanged, and never drop
+/// on a mark decision. So pings, SYN-ACKs and the pure ACKs of non-DCTCP
+/// hosts go through where the AQM would mark. `Drop` (what RFC 3168 §7 asks
+/// of an AQM that would otherwise drop, and what Linux RED/CoDel do) is an
+/// option: `--not-ect drop`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NotEctPolicy {
-    /// Drop it, counted as `DropReason::NotEctMark` (SPEC §1, the default).
-    #[default]
+    /// Drop it, counted as `DropReason::NotEctMark` (option `--not-ect drop`).
     Drop,
-    /// Let it through unmarked (counted as `not_ect_passed`).
+    /// Let it through unmarked, counted as `not_ect_passed` (the prototypes'
+    /// behaviour; the default).
+    #[default]
     Pass,
 }
 
@@ -101,7 +111,7 @@ pub struct PortConfig {
     pub classifier: Classifier,
     /// Scheduler.
     pub sched: SchedConfig,
-    /// Mark on a Not-ECT packet: drop or pass.
+    /// Mark on a Not-ECT packet: pass (default, as the prototypes) or drop.
     pub not_ect: NotEctPolicy,
     /// Test hook: CE-mark every n-th ECT packet at dequeue (`MarkReason::Forced`).
     pub mark_every: Option<u32>,
@@ -123,7 +133,7 @@ impl Default for PortConfig {
             queue_limit_bytes: None,
             classifier: Classifier::DscpMod,
             sched: SchedConfig::default(),
-            not_ect: NotEctPolicy::Drop,
+            not_ect: NotEctPolicy::Pass,
             mark_every: None,
             mtu_frame_bytes: DEFAULT_MTU_FRAME_BYTES,
             catchup_ns: 0,

@@ -102,7 +102,7 @@ impl<A: Aqm> EgressPort<A> {
     /// seeds the random generator handed to the AQM.
     pub fn new(cfg: PortConfig, aqm: A, now: Nanos, seed: u64) -> Result<Self, PortConfigError> {
         cfg.validate()?;
-        let sched = cfg.sched.build(cfg.queues)?;
+        let sched = cfg.sched.build(cfg.queues, cfg.overhead_bytes)?;
         let per_queue = cfg
             .queue_limit_bytes
             .unwrap_or(cfg.buffer_bytes)
@@ -230,7 +230,8 @@ impl<A: Aqm> EgressPort<A> {
                 self.tb.set_busy(false, now);
             }
             self.counters.count(q, |c| c.shrink(len));
-            self.sched.commit(q, len, left_empty, now);
+            let next_len = self.queues.head_len(q);
+            self.sched.commit(q, len, next_len, now);
 
             let sojourn = depart.saturating_sub(pkt.enqueue_ns);
             self.counters.count(q, |c| c.sojourn.record(sojourn));
@@ -337,7 +338,7 @@ impl<A: Aqm> EgressPort<A> {
         self.sched = self
             .cfg
             .sched
-            .build(self.cfg.queues)
+            .build(self.cfg.queues, self.cfg.overhead_bytes)
             .expect("validated at new");
     }
 

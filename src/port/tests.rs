@@ -360,8 +360,13 @@ fn mark_sets_ce_and_keeps_checksum_valid() {
 
 #[test]
 fn not_ect_mark_drops_or_passes() {
+    // The default is the prototypes' pass (tested below); drop is the option.
+    assert_eq!(PortConfig::default().not_ect, NotEctPolicy::Pass);
     let mut s = VecStore::new();
-    let mut p = port(unshaped(1));
+    let mut p = port(PortConfig {
+        not_ect: NotEctPolicy::Drop,
+        ..unshaped(1)
+    });
     p.aqm_mut().enq = Some(Verdict::Mark(MarkReason::Threshold));
     p.enqueue(pkt(&mut s, 500, 0, Ecn::NotEct), 0, &mut s);
     let id = s.insert(vec![0; 60]);
@@ -377,10 +382,7 @@ fn not_ect_mark_drops_or_passes() {
     assert_eq!(out[0].1, vec![0; 60], "non-IP frame passed untouched");
     assert_eq!(s.live, 0);
 
-    let mut p = port(PortConfig {
-        not_ect: NotEctPolicy::Pass,
-        ..unshaped(1)
-    });
+    let mut p = port(unshaped(1));
     p.aqm_mut().deq = Some(Verdict::Mark(MarkReason::Sojourn));
     p.enqueue(pkt(&mut s, 500, 0, Ecn::NotEct), 0, &mut s);
     let out = drain_out(&mut p, 0, &mut s);
@@ -980,4 +982,58 @@ fn the_guard_counts_a_stall_while_backlogged_and_nothing_while_idle() {
         "{f:?}"
     );
     assert_eq!(s.live, 0);
+}
+
+/// MQ-ECN's quanta and round time in one unit (tcn.txt §3.3; the prototype,
+/// HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`, counts both in wire bytes):
+/// two backlogged DWRR queues of 64 B frames on a 1 Gbit/s port with 24 B of
+/// wire overhead, served at the shaper's pace. Each queue's share is C/2, so
+/// by hand T_round → 2 × 1538 B × 8 ns = 24.608 µs and K_i → min(1538 B /
+/// 24.608 µs, C) × 250 µs = C/2 × RTT = 15 625 B. Counted in frame bytes
+/// (the option), a 1514 B quantum buys 1514/64 frames = 2081.75 wire bytes a
+/// turn: T_round ≈ 2 × 2081.75 × 8 = 33.3 µs and K_i ≈ 11 364 B, 27 % short
+/// of the queue's real share.
+#[test]
+fn mq_ecn_quanta_and_round_time_share_a_unit() {
+    use crate::aqm::mqecn::{self, MqEcn};
+    use crate::sched::SchedBytes;
+    let run = |bytes: SchedBytes| {
+        let mut sched = SchedConfig::new(SchedName::Dwrr);
+        sched.bytes = bytes;
+        let cfg = PortConfig {
+            queues: 2,
+            buffer_bytes: 1_000_000,
+            sched,
+            ..Default::default()
+        };
+        let quanta = cfg.sched.quanta(2, cfg.overhead_bytes).unwrap();
+        let params = mqecn::Config::for_link(Rate::gbit(1), 250 * US, 1500);
+        let aqm = MqEcn::new(params, quanta.clone(), Rate::gbit(1));
+        let mut p = EgressPort::new(cfg, aqm, 0, 1).unwrap();
+        let mut s = VecStore::new();
+        for _ in 0..3000 {
+            for q in 0..2 {
+                p.enqueue(pkt(&mut s, 64, q, Ecn::Ect0), 0, &mut s);
+            }
+        }
+        let mut now = 0;
+        while now < 2 * crate::units::MS {
+            while let Some(k) = p.dequeue(now, &mut s) {
+                s.take(k.frame);
+            }
+            now = p.next_ready(now).expect("backlogged").max(now + 1);
+        }
+        assert!(p.backlog_pkts() > 0);
+        let out = (quanta[0], p.aqm().t_round_ns(), p.aqm().threshold(0));
+        p.drain(&mut s);
+        out
+    };
+    let (quantum, t_round, k) = run(SchedBytes::Wire);
+    assert_eq!(quantum, 1538);
+    assert!((t_round / 24_608.0 - 1.0).abs() < 0.03, "T_round {t_round}");
+    assert!((k / 15_625.0 - 1.0).abs() < 0.03, "K {k}");
+    let (quantum, t_round, k) = run(SchedBytes::Frame);
+    assert_eq!(quantum, 1514);
+    assert!((t_round / 33_308.0 - 1.0).abs() < 0.03, "T_round {t_round}");
+    assert!(k < 0.8 * 15_625.0, "K {k}");
 }

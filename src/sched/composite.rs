@@ -56,9 +56,9 @@ impl<G: Scheduler> Scheduler for SpOver<G> {
         }
     }
     #[inline]
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, now: Nanos) {
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, now: Nanos) {
         if !self.is_strict(queue) {
-            self.group.commit(queue, len, left_empty, now);
+            self.group.commit(queue, len, next_len, now);
         }
     }
     #[inline]
@@ -79,7 +79,7 @@ impl<G: Scheduler> Scheduler for SpOver<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::{mask_of, Dwrr, SimQueues, Wfq};
+    use crate::sched::{mask_of, Dwrr, SimQueues, Wfq, WfqVtime};
 
     #[test]
     fn sp_over_dwrr() {
@@ -105,12 +105,18 @@ mod tests {
 
     #[test]
     fn sp_over_wfq_two_strict_levels() {
-        let mut s = SpOver::new(vec![1, 0], Wfq::new(&[1, 1, 1, 2], mask_of([2, 3])));
-        let mut qs = SimQueues::new(4);
-        for q in 0..4 {
-            qs.push(&mut s, q, 500, 0);
+        // Strict 1 then 0, then the WFQ group {2 (w 1), 3 (w 2)}. SCFQ tags
+        // q2 = 0 + 500, q3 = 0 + 250; the prototype's V moves at each arrival:
+        // q2 = 500 (V = 500), q3 = 500 + 250.
+        for (rule, group) in [(WfqVtime::Scfq, [3, 2]), (WfqVtime::Prototype, [2, 3])] {
+            let wfq = Wfq::new(&[1, 1, 1, 2], mask_of([2, 3]), rule);
+            let mut s = SpOver::new(vec![1, 0], wfq);
+            let mut qs = SimQueues::new(4);
+            for q in 0..4 {
+                qs.push(&mut s, q, 500, 0);
+            }
+            let order: Vec<usize> = (0..4).map(|_| qs.serve(&mut s, 0).unwrap().0).collect();
+            assert_eq!(order, vec![1, 0, group[0], group[1]], "{rule:?}");
         }
-        let order: Vec<usize> = (0..4).map(|_| qs.serve(&mut s, 0).unwrap().0).collect();
-        assert_eq!(order, vec![1, 0, 3, 2]);
     }
 }

@@ -14,9 +14,15 @@
 //!   to the tail, keeping its deficit. A queue that empties leaves the list
 //!   and its deficit is reset to 0 (no credit hoarding while idle).
 //!
-//! Units: quanta and deficits in bytes of Ethernet frame (no wire overhead).
-//! Default quantum [`DEFAULT_QUANTUM_BYTES`](super::DEFAULT_QUANTUM_BYTES) =
-//! one 1514-byte frame ("1.5KB" in tcn.txt §6).
+//! Units: quanta and deficits in the scheduler's bytes
+//! ([`SchedBytes`](super::SchedBytes)): by default a packet costs its frame
+//! bytes plus the port's wire overhead (`extra`), as the prototype's
+//! `skb_size()` (HKUST-SING/TCN-Software and MQ-ECN-Software
+//! `sch_dwrr/main.c`: `len = skb_size(skb); if (len <= cl->deficit) ...
+//! cl->deficit -= len`), so that a quantum and MQ-ECN's round time (link
+//! time) are the same unit. Default quantum one MTU frame on the wire, 1538 B
+//! ("1.5KB" in tcn.txt §6; the prototype's default); 1514 B with
+//! `--sched-bytes frame`.
 //!
 //! Bound (checked by `invariants`): `deficit < quantum + max frame`, since a
 //! queue is granted only when its deficit is below its head's length (or 0).
@@ -50,6 +56,8 @@ pub struct Dwrr {
     round_events: u128,
     /// Queues this DWRR serves.
     members: u128,
+    /// Parameter: bytes added to each frame's length (wire overhead, or 0).
+    extra: u64,
 }
 
 impl Dwrr {
@@ -75,7 +83,21 @@ impl Dwrr {
             head_granted: false,
             round_events: 0,
             members,
+            extra: 0,
         }
+    }
+
+    /// Charges every packet `extra` bytes beyond its frame length (the wire
+    /// overhead, see [`SchedBytes`](super::SchedBytes)).
+    pub fn with_extra(mut self, extra: u32) -> Self {
+        self.extra = extra as u64;
+        self
+    }
+
+    /// What a `len`-byte frame costs in deficit.
+    #[inline]
+    fn cost(&self, len: u32) -> u64 {
+        len as u64 + self.extra
     }
 
     /// Quantum per queue in bytes (0 for queues this DWRR does not serve).
@@ -163,7 +185,7 @@ impl Scheduler for Dwrr {
                 self.head_granted = true;
                 self.round_events |= 1 << q;
             }
-            if len as u64 <= self.deficit[q] {
+            if self.cost(len) <= self.deficit[q] {
                 return Some(q);
             }
             // Cannot afford its head: to the tail, keeping the deficit.
@@ -182,7 +204,8 @@ impl Scheduler for Dwrr {
             let q = c as usize;
             if let Some(len) = queues.head_len(q) {
                 let granted = first && self.head_granted;
-                let r = Self::visits_needed(self.deficit[q], self.quanta[q], len as u64, granted);
+                let r =
+                    Self::visits_needed(self.deficit[q], self.quanta[q], self.cost(len), granted);
                 // Visits happen in (round r, list position) order; a granted
                 // head that cannot afford rotates behind the others, which is
                 // exactly its visit r ≥ 1 after their visit r − 1.
@@ -199,14 +222,15 @@ impl Scheduler for Dwrr {
         best.map(|(_, q)| q)
     }
 
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, _now: Nanos) {
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, _now: Nanos) {
         debug_assert_eq!(
             queue, self.head as usize,
             "commit of a queue DWRR did not select"
         );
-        debug_assert!(self.head_granted && self.deficit[queue] >= len as u64);
-        self.deficit[queue] = self.deficit[queue].saturating_sub(len as u64);
-        if left_empty {
+        let cost = self.cost(len);
+        debug_assert!(self.head_granted && self.deficit[queue] >= cost);
+        self.deficit[queue] = self.deficit[queue].saturating_sub(cost);
+        if next_len.is_none() {
             self.pop_front();
             self.deficit[queue] = 0;
         }
@@ -241,10 +265,11 @@ impl Scheduler for Dwrr {
                 assert_eq!(self.deficit[q], 0, "idle queue {q} kept deficit");
             }
             assert!(
-                self.deficit[q] <= self.quanta[q] + mtu_bytes as u64,
-                "deficit {} of queue {q} > quantum {} + MTU {mtu_bytes}",
+                self.deficit[q] <= self.quanta[q] + self.cost(mtu_bytes),
+                "deficit {} of queue {q} > quantum {} + MTU {mtu_bytes} + {}",
                 self.deficit[q],
-                self.quanta[q]
+                self.quanta[q],
+                self.extra
             );
         }
     }
@@ -313,7 +338,7 @@ mod tests {
                 events.push((e, t));
             }
             let len = qs.q[q].pop_front().unwrap();
-            s.commit(q, len, qs.q[q].is_empty(), t);
+            s.commit(q, len, qs.q[q].front().copied(), t);
             served.push(q);
         }
         assert_eq!(served, vec![0, 1, 0, 1, 0, 1]);
@@ -334,6 +359,27 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 2, "events coalesce per queue until drained");
+    }
+
+    /// Wire-byte accounting (the prototype's `skb_size`): with 24 B of
+    /// overhead a 64 B frame costs 88 B, so a 176 B quantum sends exactly two
+    /// per round; counted in frame bytes (the option) the same quantum sends
+    /// 2, then 3 (48 B carried + 176 = 224 ≥ 3 × 64), ...
+    #[test]
+    fn wire_bytes_charge_the_overhead() {
+        let run = |extra: u32| {
+            let mut s = dwrr(&[176, 176]).with_extra(extra);
+            let mut qs = SimQueues::new(2);
+            for _ in 0..6 {
+                qs.push(&mut s, 0, 64, 0);
+                qs.push(&mut s, 1, 64, 0);
+            }
+            let order: Vec<usize> = (0..8).map(|_| qs.serve(&mut s, 0).unwrap().0).collect();
+            s.invariants(&qs, 1514);
+            (order, s.deficit(0))
+        };
+        assert_eq!(run(24), (vec![0, 0, 1, 1, 0, 0, 1, 1], Some(0)));
+        assert_eq!(run(0), (vec![0, 0, 1, 1, 0, 0, 0, 1], Some(32)));
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //!    nothing. Calling it again without a commit returns the same queue
 //!    (idempotent) as long as no packet arrived in between.
 //! 2. [`Scheduler::commit`] charges the packet that left (DWRR deficit,
-//!    WFQ virtual time) — called after the port popped the head.
+//!    WFQ virtual time and the next head's finish tag) — called after the
+//!    port popped the head, with the length of the new head.
 //!
 //! [`Scheduler::peek`] answers "which queue would `select` pick?" without
 //! changing anything, so `EgressPort::next_ready(&self)` can ask the shaper
@@ -48,15 +49,60 @@ use crate::units::{parse_size, Nanos};
 pub use composite::SpOver;
 pub use dwrr::Dwrr;
 pub use sp::Sp;
-pub use wfq::Wfq;
+pub use wfq::{Wfq, WfqVtime};
 
 /// Most queues a port may have (the non-empty set is a `u128`).
 pub const MAX_QUEUES: usize = 128;
 
-/// Default DWRR quantum: one MTU-sized Ethernet frame (1500 B IP packet + 14 B
-/// header). tcn.txt §6 uses "equal quantum (1.5KB)" queues; our lengths are
-/// frame lengths, so the same one-MTU-per-round quantum is 1514 B.
+/// Default DWRR quantum in frame bytes: one MTU-sized Ethernet frame (1500 B
+/// IP packet + 14 B header). tcn.txt §6 uses "equal quantum (1.5KB)" queues.
+/// With the default wire-byte accounting ([`SchedBytes::Wire`]) the default
+/// quantum is this plus the port's wire overhead: 1538 B with 24 B, the
+/// prototype's default (`dwrr_queue_quantum[i] = dwrr_max_pkt_bytes` = 1538,
+/// HKUST-SING/TCN-Software `sch_dwrr/params.c`).
 pub const DEFAULT_QUANTUM_BYTES: u64 = 1514;
+
+/// What a scheduler charges a packet: DWRR deficits, quanta and WFQ finish
+/// tags are in these bytes (`--sched-bytes`).
+///
+/// The prototypes charge `skb_size(skb) = max(len + 4, 64) + 20` — the bytes
+/// the frame takes on the wire (HKUST-SING/TCN-Software and
+/// HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`, `sch_wfq/main.c`) — the same
+/// unit as the token bucket's time and so as MQ-ECN's round time. `Wire`
+/// (default) charges `len + overhead`, the port shaper's own per-frame cost
+/// (`--overhead`, 24 B: preamble + SFD 8, FCS 4, gap 12), so quanta, round
+/// time and the link rate C are one unit. (The shaper does not pad frames
+/// under 60 B to the Ethernet minimum, so neither do we.) `Frame` charges
+/// the frame bytes alone, what softswitch did before: then a quantum in
+/// frame bytes is divided by a round time in wire time, and MQ-ECN's
+/// quantum/T_round falls short of a queue's real share by frame/(frame +
+/// overhead) — 1.6 % for 1514 B frames, 27 % for 64 B.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedBytes {
+    /// Frame + the port's wire overhead (the prototypes' `skb_size`; default).
+    #[default]
+    Wire,
+    /// Frame bytes only (option; softswitch's earlier accounting).
+    Frame,
+}
+
+impl SchedBytes {
+    /// The name users type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedBytes::Wire => "wire",
+            SchedBytes::Frame => "frame",
+        }
+    }
+    /// Bytes added to each frame's length for a port with `overhead_bytes`.
+    pub fn extra(self, overhead_bytes: u32) -> u32 {
+        match self {
+            SchedBytes::Wire => overhead_bytes,
+            SchedBytes::Frame => 0,
+        }
+    }
+}
 
 /// Default WFQ weight.
 pub const DEFAULT_WEIGHT: u32 = 1;
@@ -79,8 +125,9 @@ pub trait Scheduler {
     /// The queue `select` would return now, without changing any state.
     fn peek<V: QueuesView + ?Sized>(&self, queues: &V) -> Option<usize>;
     /// The head of `queue` (`len` bytes), chosen by `select`, has left;
-    /// `left_empty` tells whether the queue is now empty.
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, now: Nanos);
+    /// `next_len` is the length of the queue's new head (None: the queue is
+    /// now empty) — WFQ stamps it at once, as the prototype does.
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, now: Nanos);
     /// A `len`-byte packet joined `queue`, which was empty before if `was_empty`.
     fn on_enqueue(&mut self, queue: usize, len: u32, was_empty: bool, now: Nanos);
     /// Pops one pending "queue started a new round" event (round-robin only).
@@ -121,7 +168,7 @@ pub enum SchedName {
     /// Deficit weighted round robin.
     #[serde(rename = "dwrr")]
     Dwrr,
-    /// Weighted fair queueing (self-clocked virtual time).
+    /// Weighted fair queueing (the prototype's virtual time, or SCFQ).
     #[serde(rename = "wfq")]
     Wfq,
     /// Strict-priority queues above one DWRR group.
@@ -171,7 +218,8 @@ impl SchedName {
 pub struct SchedConfig {
     /// Which scheduler.
     pub kind: SchedName,
-    /// DWRR quantum per queue in bytes of frame (default [`DEFAULT_QUANTUM_BYTES`]).
+    /// DWRR quantum per queue in the bytes of `bytes` (default one MTU
+    /// frame, [`DEFAULT_QUANTUM_BYTES`] + wire overhead).
     #[serde(default)]
     pub quanta: Vec<u64>,
     /// WFQ weight per queue (positive integers, default 1).
@@ -180,6 +228,12 @@ pub struct SchedConfig {
     /// Strict-priority queues, highest priority first.
     #[serde(default)]
     pub strict: Vec<usize>,
+    /// WFQ virtual time rule (default: the TCN prototype's, see `wfq`).
+    #[serde(default)]
+    pub wfq_vtime: Option<WfqVtime>,
+    /// What DWRR / WFQ charge a packet (default wire bytes, as the prototypes).
+    #[serde(default)]
+    pub bytes: SchedBytes,
 }
 
 impl Default for SchedConfig {
@@ -257,6 +311,12 @@ pub enum SchedConfigError {
         /// Which schedulers use it.
         hint: &'static str,
     },
+    /// Unknown `--wfq-vtime` rule.
+    #[error("unknown --wfq-vtime {0:?}; use prototype (default: V = largest finish tag assigned, as the TCN prototype) or scfq (self-clocked: V = tag of the packet last sent)")]
+    UnknownWfqVtime(String),
+    /// Unknown `--sched-bytes` unit.
+    #[error("unknown --sched-bytes {0:?}; use wire (default: frame + wire overhead, as the prototypes' skb_size) or frame")]
+    UnknownBytes(String),
     /// Too many or too few queues.
     #[error("a port has 1..={max} queues, not {0}", max = MAX_QUEUES)]
     Queues(usize),
@@ -338,6 +398,8 @@ impl SchedConfig {
             quanta: Vec::new(),
             weights: Vec::new(),
             strict: Vec::new(),
+            wfq_vtime: None,
+            bytes: SchedBytes::Wire,
         }
     }
 
@@ -364,10 +426,45 @@ impl SchedConfig {
         self.weights = parse_weights(s)?;
         Ok(())
     }
+    /// Sets the WFQ virtual time rule from a `--wfq-vtime` string.
+    pub fn set_wfq_vtime_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
+        self.wfq_vtime = Some(
+            WfqVtime::from_cli(s)
+                .ok_or_else(|| SchedConfigError::UnknownWfqVtime(s.to_string()))?,
+        );
+        Ok(())
+    }
+    /// Sets the byte accounting from a `--sched-bytes` string.
+    pub fn set_bytes_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
+        self.bytes = match s.trim().to_ascii_lowercase().as_str() {
+            "wire" => SchedBytes::Wire,
+            "frame" => SchedBytes::Frame,
+            _ => return Err(SchedConfigError::UnknownBytes(s.to_string())),
+        };
+        Ok(())
+    }
+    /// Default quantum on a port with `overhead_bytes` of wire overhead.
+    pub fn default_quantum(&self, overhead_bytes: u32) -> u64 {
+        DEFAULT_QUANTUM_BYTES + self.bytes.extra(overhead_bytes) as u64
+    }
     /// Sets strict queues from a `--strict` string.
     pub fn set_strict_str(&mut self, s: &str) -> Result<(), SchedConfigError> {
         self.strict = parse_strict(s)?;
         Ok(())
+    }
+
+    /// The scheduler and the settings that change its behaviour, for the
+    /// start-up line (`wfq (vtime prototype)`).
+    pub fn describe(&self) -> String {
+        let mut s = self.kind.as_str().to_string();
+        if self.kind != SchedName::Sp {
+            s += &format!(" ({} bytes", self.bytes.as_str());
+            if matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
+                s += &format!(", vtime {}", self.wfq_vtime.unwrap_or_default().as_str());
+            }
+            s += ")";
+        }
+        s
     }
 
     /// Pure round robin (DWRR): the only kind MQ-ECN accepts (tcn.txt §6:
@@ -376,13 +473,18 @@ impl SchedConfig {
         self.kind == SchedName::Dwrr
     }
 
-    /// Per-queue quanta for a port of `queues` queues, for round-robin kinds
-    /// (DWRR, and the DWRR group of SP+DWRR); None otherwise or if invalid.
-    pub fn quanta(&self, queues: usize) -> Option<Vec<u64>> {
+    /// Per-queue quanta for a port of `queues` queues with `overhead_bytes`
+    /// of wire overhead, in the unit of `bytes`, for round-robin kinds (DWRR,
+    /// and the DWRR group of SP+DWRR); None otherwise or if invalid.
+    pub fn quanta(&self, queues: usize, overhead_bytes: u32) -> Option<Vec<u64>> {
         match self.kind {
-            SchedName::Dwrr | SchedName::SpDwrr => {
-                expand(&self.quanta, DEFAULT_QUANTUM_BYTES, queues, "quantum").ok()
-            }
+            SchedName::Dwrr | SchedName::SpDwrr => expand(
+                &self.quanta,
+                self.default_quantum(overhead_bytes),
+                queues,
+                "quantum",
+            )
+            .ok(),
             _ => None,
         }
     }
@@ -430,6 +532,12 @@ impl SchedConfig {
                 "weights are for wfq and sp+wfq (use --quantum for dwrr)",
             ));
         }
+        if self.wfq_vtime.is_some() && !matches!(self.kind, SchedName::Wfq | SchedName::SpWfq) {
+            return Err(not_applicable(
+                "--wfq-vtime",
+                "the virtual time rule is for wfq and sp+wfq",
+            ));
+        }
         if !self.strict.is_empty() && matches!(self.kind, SchedName::Dwrr | SchedName::Wfq) {
             return Err(not_applicable(
                 "--strict",
@@ -470,23 +578,37 @@ impl SchedConfig {
         Ok(())
     }
 
-    /// Builds the scheduler for a port of `queues` queues.
-    pub fn build(&self, queues: usize) -> Result<SchedKind, SchedConfigError> {
+    /// Builds the scheduler for a port of `queues` queues whose shaper
+    /// counts `overhead_bytes` of wire overhead per frame.
+    pub fn build(&self, queues: usize, overhead_bytes: u32) -> Result<SchedKind, SchedConfigError> {
         self.validate(queues)?;
-        let quanta = expand(&self.quanta, DEFAULT_QUANTUM_BYTES, queues, "quantum")?;
+        let extra = self.bytes.extra(overhead_bytes);
+        let quanta = expand(
+            &self.quanta,
+            self.default_quantum(overhead_bytes),
+            queues,
+            "quantum",
+        )?;
         let weights = expand(&self.weights, DEFAULT_WEIGHT, queues, "weights")?;
         let strict = self.strict_order(queues);
         let group: Vec<usize> = (0..queues).filter(|q| !strict.contains(q)).collect();
+        let vtime = self.wfq_vtime.unwrap_or_default();
         Ok(match self.kind {
             SchedName::Sp => SchedKind::Sp(Sp::new(strict)),
-            SchedName::Dwrr => SchedKind::Dwrr(Dwrr::new(&quanta, mask_of(0..queues))),
-            SchedName::Wfq => SchedKind::Wfq(Wfq::new(&weights, mask_of(0..queues))),
-            SchedName::SpDwrr => {
-                SchedKind::SpDwrr(SpOver::new(strict, Dwrr::new(&quanta, mask_of(group))))
+            SchedName::Dwrr => {
+                SchedKind::Dwrr(Dwrr::new(&quanta, mask_of(0..queues)).with_extra(extra))
             }
-            SchedName::SpWfq => {
-                SchedKind::SpWfq(SpOver::new(strict, Wfq::new(&weights, mask_of(group))))
+            SchedName::Wfq => {
+                SchedKind::Wfq(Wfq::new(&weights, mask_of(0..queues), vtime).with_extra(extra))
             }
+            SchedName::SpDwrr => SchedKind::SpDwrr(SpOver::new(
+                strict,
+                Dwrr::new(&quanta, mask_of(group)).with_extra(extra),
+            )),
+            SchedName::SpWfq => SchedKind::SpWfq(SpOver::new(
+                strict,
+                Wfq::new(&weights, mask_of(group), vtime).with_extra(extra),
+            )),
         })
     }
 }
@@ -576,8 +698,8 @@ impl Scheduler for SchedKind {
         dispatch!(self, s => s.peek(queues))
     }
     #[inline]
-    fn commit(&mut self, queue: usize, len: u32, left_empty: bool, now: Nanos) {
-        dispatch!(self, s => s.commit(queue, len, left_empty, now))
+    fn commit(&mut self, queue: usize, len: u32, next_len: Option<u32>, now: Nanos) {
+        dispatch!(self, s => s.commit(queue, len, next_len, now))
     }
     #[inline]
     fn on_enqueue(&mut self, queue: usize, len: u32, was_empty: bool, now: Nanos) {
@@ -619,7 +741,7 @@ impl SimQueues {
         assert_eq!(peeked, Some(q), "peek disagrees with select");
         assert_eq!(s.select(self, now), Some(q), "select is not idempotent");
         let len = self.q[q].pop_front().unwrap();
-        s.commit(q, len, self.q[q].is_empty(), now);
+        s.commit(q, len, self.q[q].front().copied(), now);
         Some((q, len))
     }
 }
@@ -729,6 +851,18 @@ mod tests {
         let mut c = SchedConfig::from_cli("dwrr").unwrap();
         c.strict = vec![0];
         assert!(c.validate(2).unwrap_err().to_string().contains("--strict"));
+        let mut c = SchedConfig::from_cli("dwrr").unwrap();
+        c.set_wfq_vtime_str("scfq").unwrap();
+        assert!(c
+            .validate(2)
+            .unwrap_err()
+            .to_string()
+            .contains("--wfq-vtime"));
+        let mut c = SchedConfig::from_cli("sp+wfq").unwrap();
+        c.set_wfq_vtime_str("scfq").unwrap();
+        assert!(c.validate(2).is_ok());
+        let e = c.set_wfq_vtime_str("gps").unwrap_err().to_string();
+        assert!(e.contains("--wfq-vtime") && e.contains("scfq"), "{e}");
         assert!(SchedConfig::default().validate(129).is_err());
     }
 
@@ -738,15 +872,37 @@ mod tests {
             toml::from_str("kind = \"sp+dwrr\"\nquanta = [1514, 1514, 3028]\nstrict = [0]")
                 .unwrap();
         assert_eq!(c.kind, SchedName::SpDwrr);
-        assert_eq!(c.quanta(3), Some(vec![1514, 1514, 3028]));
+        assert_eq!(c.quanta(3, 24), Some(vec![1514, 1514, 3028]));
         assert!(!c.is_round_robin());
         assert!(SchedConfig::new(SchedName::Dwrr).is_round_robin());
         assert_eq!(
-            SchedConfig::new(SchedName::Dwrr).quanta(2),
-            Some(vec![1514, 1514])
+            SchedConfig::new(SchedName::Dwrr).quanta(2, 24),
+            Some(vec![1538, 1538])
         );
-        assert_eq!(SchedConfig::new(SchedName::Wfq).quanta(2), None);
+        assert_eq!(SchedConfig::new(SchedName::Wfq).quanta(2, 24), None);
+        // Default: wire bytes, quantum one MTU frame on the wire (1538 B with
+        // 24 B overhead, the prototype's default); frame bytes as an option.
+        let c: SchedConfig = toml::from_str("kind = \"dwrr\"\nbytes = \"frame\"").unwrap();
+        assert_eq!(c.bytes, SchedBytes::Frame);
+        assert_eq!(c.quanta(2, 24), Some(vec![1514, 1514]));
+        assert_eq!(SchedConfig::new(SchedName::Dwrr).bytes, SchedBytes::Wire);
+        let mut c = SchedConfig::new(SchedName::SpWfq);
+        assert_eq!(c.describe(), "sp+wfq (wire bytes, vtime prototype)");
+        c.set_bytes_str("frame").unwrap();
+        assert_eq!(c.describe(), "sp+wfq (frame bytes, vtime prototype)");
+        let e = c.set_bytes_str("ip").unwrap_err().to_string();
+        assert!(e.contains("--sched-bytes") && e.contains("wire"), "{e}");
         assert!(toml::from_str::<SchedConfig>("kind = \"fifo\"").is_err());
+        let c: SchedConfig = toml::from_str("kind = \"wfq\"\nwfq_vtime = \"scfq\"").unwrap();
+        assert_eq!(c.wfq_vtime, Some(WfqVtime::Scfq));
+        match c.build(2, 24).unwrap() {
+            SchedKind::Wfq(w) => assert_eq!(w.vtime_rule(), WfqVtime::Scfq),
+            _ => unreachable!(),
+        }
+        match SchedConfig::new(SchedName::Wfq).build(2, 24).unwrap() {
+            SchedKind::Wfq(w) => assert_eq!(w.vtime_rule(), WfqVtime::Prototype),
+            _ => unreachable!(),
+        }
         assert!(toml::from_str::<SchedConfig>("kind = \"sp\"\nquantum = [1]").is_err());
     }
 
@@ -778,16 +934,23 @@ mod tests {
             quanta: Vec<u64>,
             weights: Vec<u32>,
             strict: Vec<usize>,
+            scfq: bool,
         ) -> SchedConfig {
             // Only the settings that apply to `kind` (validate rejects others).
             let rr = matches!(kind, SchedName::Dwrr | SchedName::SpDwrr);
             let fq = matches!(kind, SchedName::Wfq | SchedName::SpWfq);
             let sp = matches!(kind, SchedName::Sp | SchedName::SpDwrr | SchedName::SpWfq);
             SchedConfig {
+                bytes: SchedBytes::Wire,
                 kind,
                 quanta: if rr { quanta } else { vec![] },
                 weights: if fq { weights } else { vec![] },
                 strict: if sp { strict } else { vec![] },
+                wfq_vtime: fq.then_some(if scfq {
+                    WfqVtime::Scfq
+                } else {
+                    WfqVtime::Prototype
+                }),
             }
         }
 
@@ -803,11 +966,13 @@ mod tests {
                 weights in prop::collection::vec(1u32..10, 6),
                 strict in prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..3),
                 ops in prop::collection::vec(op(6), 1..400),
+                scfq in any::<bool>(),
+                overhead in prop::sample::select(vec![0u32, 24]),
             ) {
                 let mut strict = strict;
                 if kind != SchedName::Sp && strict.len() >= 6 { strict.pop(); }
-                let cfg = config(kind, quanta, weights, strict);
-                let mut s = cfg.build(6).unwrap();
+                let cfg = config(kind, quanta, weights, strict, scfq);
+                let mut s = cfg.build(6, overhead).unwrap();
                 let mut qs = SimQueues::new(6);
                 for (t, op) in ops.into_iter().enumerate() {
                     let now = t as Nanos;
@@ -850,14 +1015,18 @@ mod tests {
                 wfq in any::<bool>(),
                 w in prop::collection::vec(1u32..5, 3),
                 seed in any::<u64>(),
+                scfq in any::<bool>(),
             ) {
                 let n = 3;
                 let cfg = if wfq {
-                    config(SchedName::Wfq, vec![], w.clone(), vec![])
+                    config(SchedName::Wfq, vec![], w.clone(), vec![], scfq)
                 } else {
-                    config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![])
+                    config(SchedName::Dwrr, w.iter().map(|&x| x as u64 * 1514).collect(), vec![], vec![], false)
                 };
-                let mut s = cfg.build(n).unwrap();
+                // Frame bytes: the shares below are counted in frame bytes.
+                let mut cfg = cfg;
+                cfg.bytes = SchedBytes::Frame;
+                let mut s = cfg.build(n, 24).unwrap();
                 let mut rng = crate::rng::SimRng::new(seed);
                 let shares = saturated_shares(&mut s, n, 100_000, 1514, || 64 + (rng.next_u64() % 1451) as u32);
                 let want: Vec<f64> = w.iter().map(|&x| x as f64).collect();
@@ -869,11 +1038,14 @@ mod tests {
     #[test]
     fn build_dispatches() {
         for k in SchedName::ALL {
-            let s = SchedConfig::from_cli(k.as_str()).unwrap().build(4).unwrap();
+            let s = SchedConfig::from_cli(k.as_str())
+                .unwrap()
+                .build(4, 24)
+                .unwrap();
             assert_eq!(s.name(), k);
         }
-        let s = SchedConfig::new(SchedName::Dwrr).build(3).unwrap();
+        let s = SchedConfig::new(SchedName::Dwrr).build(3, 24).unwrap();
         assert!(s.is_round_robin());
-        assert_eq!(s.quanta(), Some(vec![1514; 3]));
+        assert_eq!(s.quanta(), Some(vec![1538; 3]));
     }
 }

@@ -70,7 +70,7 @@ impl Scheduler for Sp {
         self.pick(queues.nonempty_mask())
     }
     #[inline]
-    fn commit(&mut self, _queue: usize, _len: u32, _left_empty: bool, _now: Nanos) {}
+    fn commit(&mut self, _queue: usize, _len: u32, _next_len: Option<u32>, _now: Nanos) {}
     #[inline]
     fn on_enqueue(&mut self, _queue: usize, _len: u32, _was_empty: bool, _now: Nanos) {}
 }

@@ -20,7 +20,7 @@ pub enum MarkOutcome {
     Marked,
     /// Already CE: nothing to do (the mark still counts as a congestion signal).
     AlreadyCe,
-    /// Not-ECT: cannot be marked; the caller decides (usually: drop).
+    /// Not-ECT: cannot be marked; the caller decides (softswitch: pass by default).
     NotEct,
     /// The frame does not hold a valid IP header where `l3` says.
     Invalid,
