@@ -183,7 +183,6 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         header_left -= skip;
         let payload = (got - skip) as u64;
         let now = Instant::now();
-        in_interval += payload;
         total += payload;
         let done = cfg.size.is_some_and(|z| total >= z);
         if done {
@@ -198,6 +197,10 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
             in_interval = 0;
             k += 1;
         }
+        // After closing the intervals that ended before `now`: these bytes
+        // arrived in the current one (after a --delay, the first read comes
+        // long after the first sample boundaries).
+        in_interval += payload;
         if now >= end || done {
             break;
         }
