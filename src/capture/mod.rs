@@ -33,6 +33,8 @@
 
 pub mod pcapng;
 pub mod writer;
+#[cfg(test)]
+mod switch_tests;
 
 use crate::aqm::{DropReason, MarkReason, Verdict};
 use crate::packet::Packet;
