@@ -140,7 +140,11 @@ fn capture_opens_in_tshark_and_matches_the_counters() {
             assert_eq!(pkts.len() as u64, sum["written"].as_u64().unwrap(), "{sum}");
             // Timestamps: ns, non-decreasing, inside the run.
             for w in pkts.windows(2) {
-                assert!(w[0].ts_ns <= w[1].ts_ns, "{}: time went backwards", file.display());
+                assert!(
+                    w[0].ts_ns <= w[1].ts_ns,
+                    "{}: time went backwards",
+                    file.display()
+                );
             }
             if let (Some(a), Some(b)) = (pkts.first(), pkts.last()) {
                 assert!(
@@ -185,9 +189,8 @@ fn capture_opens_in_tshark_and_matches_the_counters() {
             }
         }
     }
-    let counted = |kind: &str, reason: &str| -> u64 {
-        (0..2).map(|p| count(&j, p, kind, reason)).sum()
-    };
+    let counted =
+        |kind: &str, reason: &str| -> u64 { (0..2).map(|p| count(&j, p, kind, reason)).sum() };
     assert!(buffer_full > 0, "the UDP burst dropped nothing");
     assert_eq!(buffer_full, counted("dropped", "buffer_full"));
     assert!(forced > 0, "no forced marks captured");

@@ -32,9 +32,9 @@
 //! [`Switch`]: crate::switch::Switch
 
 pub mod pcapng;
-pub mod writer;
 #[cfg(test)]
 mod switch_tests;
+pub mod writer;
 
 use crate::aqm::{DropReason, MarkReason, Verdict};
 use crate::packet::Packet;
@@ -496,12 +496,14 @@ impl Capture {
         for e in &trace.events {
             let sojourn_ns = now.saturating_sub(e.enqueue_ns);
             match e.verdict {
-                PortVerdict::Passed { mark, ce } => self.tx_notes[port as usize].push_back(TxNote {
-                    queue: e.queue,
-                    sojourn_ns,
-                    mark,
-                    ce,
-                }),
+                PortVerdict::Passed { mark, ce } => {
+                    self.tx_notes[port as usize].push_back(TxNote {
+                        queue: e.queue,
+                        sojourn_ns,
+                        mark,
+                        ce,
+                    })
+                }
                 PortVerdict::Dropped(reason) => {
                     let bytes = &trace.bytes[e.data.0 as usize..e.data.1 as usize];
                     if let Some(i) = self.push(port, Dir::Tx, now, bytes, e.len) {
@@ -704,7 +706,10 @@ mod tests {
         assert_eq!((s.snaplen, s.max_bytes), (96, 500_000));
         for (bad, key) in [
             (&["--pcap", "d", "--pcap-ports", "c"][..], "--pcap-ports"),
-            (&["--pcap", "d", "--pcap-snaplen", "0"][..], "--pcap-snaplen"),
+            (
+                &["--pcap", "d", "--pcap-snaplen", "0"][..],
+                "--pcap-snaplen",
+            ),
             (&["--pcap", "d", "--pcap-max-mb", "0"][..], "--pcap-max-mb"),
             (&["--pcap-max-mb", "5"][..], "need --pcap"),
         ] {
@@ -745,8 +750,16 @@ mod tests {
         let b = c.take(Batch::default());
         assert_eq!(b.records.len(), MAX_BATCH_RECORDS);
         assert_eq!(b.lost, vec![[10, 0], [0, 0]]);
-        assert_eq!(b.bytes.len(), 4 * MAX_BATCH_RECORDS, "cut to the snap length");
-        assert_eq!(b.fates.len(), MAX_BATCH_RECORDS, "no fate for a lost record");
+        assert_eq!(
+            b.bytes.len(),
+            4 * MAX_BATCH_RECORDS,
+            "cut to the snap length"
+        );
+        assert_eq!(
+            b.fates.len(),
+            MAX_BATCH_RECORDS,
+            "no fate for a lost record"
+        );
         assert!(c.pending().is_empty());
         let mut lost = vec![[0u64; 2]; 2];
         b.count_lost(&mut lost);

@@ -345,6 +345,9 @@ mod tests {
         assert_eq!(get(ISB_IFRECV), 100u64.to_le_bytes());
         assert_eq!(get(ISB_OSDROP), 7u64.to_le_bytes());
         assert_eq!(get(ISB_USRDELIV), 93u64.to_le_bytes());
-        assert_eq!(get(ISB_ENDTIME), [&256u32.to_le_bytes()[..], &[0; 4]].concat());
+        assert_eq!(
+            get(ISB_ENDTIME),
+            [&256u32.to_le_bytes()[..], &[0; 4]].concat()
+        );
     }
 }

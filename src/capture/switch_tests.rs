@@ -71,7 +71,11 @@ fn send(sw: &mut Switch<AqmKind>, st: &mut VecStore, port: u16, f: Vec<u8>, now:
 }
 
 /// Polls until the switch holds nothing; returns the frames sent (port, bytes).
-fn run_until_idle(sw: &mut Switch<AqmKind>, st: &mut VecStore, mut now: Nanos) -> Vec<(u16, Vec<u8>)> {
+fn run_until_idle(
+    sw: &mut Switch<AqmKind>,
+    st: &mut VecStore,
+    mut now: Nanos,
+) -> Vec<(u16, Vec<u8>)> {
     let mut out = Vec::new();
     loop {
         let mut sent = Vec::new();
@@ -154,7 +158,10 @@ fn capture_matches_the_counters_and_the_bytes() {
         assert_eq!(marked as u64, c.marked.total().pkts, "port {i} marks");
         for dir in [Dir::Rx, Dir::Tx] {
             let ts: Vec<Nanos> = recs(i, dir).iter().map(|r| r.t_ns).collect();
-            assert!(ts.windows(2).all(|w| w[0] <= w[1]), "port {i} {dir:?}: {ts:?}");
+            assert!(
+                ts.windows(2).all(|w| w[0] <= w[1]),
+                "port {i} {dir:?}: {ts:?}"
+            );
         }
         for r in &tx {
             comment(b.fates_of(r), &names, &mut text);
@@ -177,7 +184,10 @@ fn capture_matches_the_counters_and_the_bytes() {
         })
         .collect();
     let c1 = &sw.ports()[1].egress.counters().port;
-    assert_eq!(full.len() as u64, c1.dropped.get(DropReason::BufferFull).pkts);
+    assert_eq!(
+        full.len() as u64,
+        c1.dropped.get(DropReason::BufferFull).pkts
+    );
     assert_eq!(full.len(), 3);
     // Their bytes are the frames as received, cut to 64.
     for (r, f) in full.iter().zip(&burst[3..]) {
@@ -245,7 +255,13 @@ fn capture_off_records_nothing_and_changes_nothing() {
         let mut st = VecStore::new();
         send(&mut sw, &mut st, 1, frame(2, 0xff, 60, 0, 0), 0);
         for i in 0..8u8 {
-            send(&mut sw, &mut st, 0, frame(1, 2, 1000, 2 * (i % 2), i), 10 * US);
+            send(
+                &mut sw,
+                &mut st,
+                0,
+                frame(1, 2, 1000, 2 * (i % 2), i),
+                10 * US,
+            );
         }
         let out = run_until_idle(&mut sw, &mut st, 10 * US);
         let counters = serde_json::to_string(sw.ports()[1].egress.counters()).unwrap();
