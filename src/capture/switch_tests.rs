@@ -40,7 +40,7 @@ fn frame(src: u8, dst: u8, len: usize, ecn: u8, tag: u8) -> Vec<u8> {
 }
 
 /// Three ports at 1 Gbit/s, a 3-frame buffer, a 20 µs wire, TCN marking
-/// any sojourn over 1 µs (so Not-ECT frames are dropped at dequeue).
+/// any sojourn over 1 µs, Not-ECT frames it would mark dropped (at dequeue).
 fn switch() -> Switch<AqmKind> {
     use clap::Parser;
     let args = crate::cli::Cli::try_parse_from([
@@ -57,6 +57,8 @@ fn switch() -> Switch<AqmKind> {
         "tcn",
         "--aqm-opt",
         "threshold=1us",
+        "--not-ect",
+        "drop",
     ])
     .unwrap()
     .run;
