@@ -18,6 +18,7 @@ APT_PKGS=(
   iproute2 ethtool iperf3 iputils-ping             # host namespaces and the demo
   libelf-dev zlib1g-dev pkg-config                 # libbpf for tests / tooling
   fonts-dejavu-core                                # text in the experiment plots (plotters)
+  tshark                                           # reads --pcap captures back in the netns tests
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -196,6 +196,18 @@ pub struct RunArgs {
     /// Sampling interval of --timeseries (default 1ms; down to 100us).
     #[arg(long)]
     pub ts_interval: Option<String>,
+    /// Capture what the switch saw into DIR: pcapng per port and direction (DIR/<port>-rx.pcapng, -tx.pcapng), each packet commented with its queue and verdict.
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
+    /// Capture only these ports (default: all), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "IF,IF")]
+    pub pcap_ports: Vec<String>,
+    /// Bytes of each frame captured (default 256: every Ethernet + IP + TCP header).
+    #[arg(long, value_name = "BYTES")]
+    pub pcap_snaplen: Option<u32>,
+    /// Bound of each capture file in MB (default 100); packets beyond it are counted, not written.
+    #[arg(long, value_name = "MB")]
+    pub pcap_max_mb: Option<f64>,
     /// Print counters as JSON on exit.
     #[arg(long)]
     pub json: bool,

@@ -118,6 +118,14 @@ pub struct FileConfig {
     pub max_stall: Option<String>,
     /// Fidelity guard: largest share of the run spent in stalls.
     pub max_stalled: Option<String>,
+    /// Capture directory (`--pcap`; see `capture`).
+    pub pcap: Option<String>,
+    /// Ports captured (default: all).
+    pub pcap_ports: Option<Vec<String>>,
+    /// Bytes of each frame captured.
+    pub pcap_snaplen: Option<u32>,
+    /// Bound of one capture file, MB.
+    pub pcap_max_mb: Option<f64>,
     /// Per-port overrides, by interface name.
     pub port: Option<BTreeMap<String, PortOverride>>,
 }
@@ -266,6 +274,8 @@ pub struct Settings {
     pub timeseries: Option<(std::path::PathBuf, Nanos)>,
     /// Fidelity guard limits.
     pub guard: crate::fidelity::Thresholds,
+    /// Capture (`--pcap`), if on.
+    pub pcap: Option<crate::capture::PcapSettings>,
 }
 
 impl Settings {
@@ -553,7 +563,9 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         Some(d) => Some(time_setting("duration", d)?),
         None => None,
     };
+    let pcap = crate::capture::PcapSettings::resolve(args, &file, &ports)?;
     Ok(Settings {
+        pcap,
         ports: out,
         force: args.force,
         frames: args.frames.or(file.frames),

@@ -37,6 +37,8 @@ const PUBLISH_EVERY: Nanos = 100 * MS;
 const AGE_EVERY: Nanos = SEC;
 /// Frames received per socket per pass.
 const RX_BATCH: usize = 64;
+/// Captured frames handed to the pcap writer at once (or after 1 ms).
+const PCAP_BATCH: usize = 1024;
 /// An interval between passes longer than this is a stall (no frame moved).
 const STALL_NS: Nanos = 100_000;
 
@@ -328,6 +330,33 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         ),
         None => None,
     };
+    let mut pcap = match &settings.pcap {
+        Some(p) => {
+            sw.enable_capture(crate::capture::CaptureConfig {
+                snaplen: p.snaplen,
+                ports: p.ports.clone(),
+            });
+            let w = crate::capture::writer::Writer::start(crate::capture::writer::WriterConfig {
+                dir: p.dir.clone(),
+                names: names.clone(),
+                ports: p.ports.clone(),
+                snaplen: p.snaplen,
+                max_bytes: p.max_bytes,
+                epoch_ns: 0,
+            })
+            .with_context(|| format!("--pcap {}: creating the capture files", p.dir.display()))?;
+            eprintln!(
+                "softswitch: capturing into {} (snap length {} B, at most {:.1} MB per file)",
+                p.dir.display(),
+                p.snaplen,
+                p.max_bytes as f64 / 1e6
+            );
+            Some(w)
+        }
+        None => None,
+    };
+    let mut pcap_spare = crate::capture::Batch::default();
+    let mut next_pcap_send = 0;
     let ts_interval = settings.timeseries.as_ref().map_or(Nanos::MAX, |t| t.1);
     let mut ts_batch = crate::timeseries::Batch::with_capacity(4096);
     let mut next_sample = if settings.timeseries.is_some() {
@@ -346,6 +375,12 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     }
 
     let start = Instant::now();
+    if let Some(w) = &pcap {
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        w.set_epoch(epoch.as_nanos() as u64);
+    }
     let clock = || start.elapsed().as_nanos() as Nanos;
     let mut batch = [(0u64, 0u32); RX_BATCH];
     let mut pending: Vec<VecDeque<Packet>> = (0..names.len())
@@ -404,6 +439,17 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             }
         }
 
+        if let Some(w) = pcap.as_mut() {
+            // Hand the writer what was captured, in batches (or every 1 ms).
+            if let Some(c) = sw.capture_mut() {
+                let n = c.pending().records.len();
+                if n >= PCAP_BATCH || (n > 0 && now >= next_pcap_send) {
+                    let full = c.take(std::mem::take(&mut pcap_spare));
+                    pcap_spare = w.send(full);
+                    next_pcap_send = now + MS;
+                }
+            }
+        }
         if now >= next_sample {
             let stalls = intervals.stalls(now);
             crate::timeseries::sample(&sw, now, Some(&stalls), &mut ts_batch);
@@ -475,6 +521,18 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             crate::packet::FrameStore::release(&mut umem, pkt.frame);
         }
     }
+    let pcap_summary = match pcap {
+        Some(w) => {
+            let last = sw
+                .capture_mut()
+                .map(|c| c.take(crate::capture::Batch::default()))
+                .unwrap_or_default();
+            let sum = w.finish(last).context("writing the capture files")?;
+            eprint!("{}", sum.render());
+            Some(sum)
+        }
+        None => None,
+    };
     let t_end = Instant::now();
     loop {
         let mut in_flight = 0;
@@ -510,6 +568,9 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     );
     if settings.poll == crate::poll::PollMode::Adaptive {
         snap["loop"]["poll"] = waiter.report();
+    }
+    if let Some(sum) = pcap_summary {
+        snap["capture"] = json!(sum);
     }
     published.set(snap.to_string());
     drop(socks);

@@ -11,6 +11,7 @@
 
 pub mod aqm;
 pub mod bridge;
+pub mod capture;
 pub mod cli;
 pub mod config;
 pub mod cpu;

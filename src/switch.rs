@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::aqm::{Aqm, DropReason};
 use crate::bridge::{Bridge, BridgeConfig, Forward};
+use crate::capture::{Capture, CaptureConfig, Fate, PortTrace};
 use crate::delay::DelayLine;
 use crate::packet::{FrameId, FrameStore, Packet};
 use crate::port::{EgressPort, PortConfig, PortConfigError};
@@ -74,6 +75,8 @@ pub struct PortSpec<A: Aqm> {
 pub struct Switch<A: Aqm> {
     bridge: Bridge,
     ports: Vec<SwitchPort<A>>,
+    /// Capture (`--pcap`); None: off, one branch per hook.
+    capture: Option<Box<Capture>>,
 }
 
 impl<A: Aqm> Switch<A> {
@@ -98,7 +101,36 @@ impl<A: Aqm> Switch<A> {
         Ok(Switch {
             bridge: Bridge::new(n, bridge),
             ports,
+            capture: None,
         })
+    }
+
+    /// Turns capture on (see [`crate::capture`]): every egress port traces
+    /// its verdicts, and the switch records frames into a batch the caller
+    /// collects with [`capture_mut`](Self::capture_mut).
+    pub fn enable_capture(&mut self, cfg: CaptureConfig) {
+        for p in &mut self.ports {
+            p.egress.set_trace(Some(PortTrace::new(cfg.snaplen)));
+        }
+        self.capture = Some(Box::new(Capture::new(cfg)));
+    }
+    /// The capture, when on.
+    pub fn capture_mut(&mut self) -> Option<&mut Capture> {
+        self.capture.as_deref_mut()
+    }
+
+    /// Enqueues `pkt` on egress port `out` and, when capturing, notes its
+    /// fate. Every enqueue of the switch goes through here, so that a port's
+    /// trace holds only dequeue events when [`poll`](Self::poll) reads it.
+    #[inline]
+    fn enqueue_on<S: FrameStore>(&mut self, out: usize, pkt: Packet, now: Nanos, store: &mut S) {
+        let p = &mut self.ports[out];
+        p.egress.enqueue(pkt, now, store);
+        if let Some(c) = self.capture.as_deref_mut() {
+            if let Some(t) = p.egress.trace_mut() {
+                c.after_enqueue(out as u16, t);
+            }
+        }
     }
 
     /// The ports, by number.
@@ -126,6 +158,9 @@ impl<A: Aqm> Switch<A> {
         store: &mut S,
     ) {
         self.ports[port as usize].io.ingress_drops[reason as usize] += 1;
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.rx_fate(Fate::IngressDrop(reason));
+        }
         store.release(frame);
     }
 
@@ -147,6 +182,9 @@ impl<A: Aqm> Switch<A> {
         };
         p.io.rx_packets += 1;
         p.io.rx_bytes += len as u64;
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.rx(port, now, store.bytes_mut(frame, len), len);
+        }
         let info = match wire::parse(store.bytes_mut(frame, len)) {
             Ok(info) => info,
             Err(_) => return self.ingress_drop(port, frame, DropReason::Malformed, store),
@@ -154,11 +192,14 @@ impl<A: Aqm> Switch<A> {
         let pkt = Packet::new(frame, len, info.l3, port);
         match self.bridge.learn_and_forward(port, info.src, info.dst, now) {
             Forward::Unicast(out) if (out as usize) < self.ports.len() => {
-                self.ports[out as usize].egress.enqueue(pkt, now, store);
+                self.enqueue_on(out as usize, pkt, now, store);
             }
             Forward::Unicast(_) => self.ingress_drop(port, frame, DropReason::Malformed, store),
             Forward::Drop => {
                 self.ports[port as usize].io.filtered += 1;
+                if let Some(c) = self.capture.as_deref_mut() {
+                    c.rx_fate(Fate::Filtered);
+                }
                 store.release(frame);
             }
             Forward::Flood => {
@@ -171,6 +212,9 @@ impl<A: Aqm> Switch<A> {
                     n - 1
                 };
                 if n < 2 {
+                    if let Some(c) = self.capture.as_deref_mut() {
+                        c.rx_fate(Fate::Filtered);
+                    }
                     return store.release(frame);
                 }
                 for o in (0..n).filter(|&o| o != port as usize && o != last) {
@@ -178,15 +222,18 @@ impl<A: Aqm> Switch<A> {
                         Some(copy) => {
                             let mut c = pkt;
                             c.frame = copy;
-                            self.ports[o].egress.enqueue(c, now, store);
+                            self.enqueue_on(o, c, now, store);
                         }
                         None => {
                             self.ports[port as usize].io.ingress_drops
-                                [DropReason::NoFrame as usize] += 1
+                                [DropReason::NoFrame as usize] += 1;
+                            if let Some(c) = self.capture.as_deref_mut() {
+                                c.rx_fate(Fate::IngressDrop(DropReason::NoFrame));
+                            }
                         }
                     }
                 }
-                self.ports[last].egress.enqueue(pkt, now, store);
+                self.enqueue_on(last, pkt, now, store);
             }
         }
     }
@@ -200,14 +247,25 @@ impl<A: Aqm> Switch<A> {
         store: &mut S,
         mut tx: impl FnMut(u16, Packet),
     ) {
+        let mut capture = self.capture.as_deref_mut();
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.egress.tick(now);
-            while let Some(pkt) = p.egress.dequeue(now, store) {
+            loop {
+                let out = p.egress.dequeue(now, store);
+                if let Some(c) = capture.as_deref_mut() {
+                    if let Some(t) = p.egress.trace_mut() {
+                        c.after_dequeue(i as u16, now, t);
+                    }
+                }
+                let Some(pkt) = out else { break };
                 p.wire.push(pkt, now);
             }
             while let Some(pkt) = p.wire.pop_ready(now) {
                 p.io.tx_packets += 1;
                 p.io.tx_bytes += pkt.len as u64;
+                if let Some(c) = capture.as_deref_mut() {
+                    c.tx(i as u16, now, store.bytes_mut(pkt.frame, pkt.len), pkt.len);
+                }
                 tx(i as u16, pkt);
             }
         }
@@ -238,6 +296,9 @@ impl<A: Aqm> Switch<A> {
 
     /// Releases every held frame (shutdown).
     pub fn drain<S: FrameStore>(&mut self, store: &mut S) {
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.drain();
+        }
         for p in &mut self.ports {
             p.egress.drain(store);
             for pkt in p.wire.drain() {

@@ -53,6 +53,7 @@ pub use config::{
 pub use counters::{DropCounts, MarkCounts, PktBytes, PortCounters, QueueCounters, Sojourn};
 
 use crate::aqm::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};
+use crate::capture::PortTrace;
 use crate::packet::{FrameStore, Packet};
 use crate::rng::SimRng;
 use crate::sched::{QueuesView, SchedKind, Scheduler};
@@ -95,6 +96,8 @@ pub struct EgressPort<A: Aqm> {
     counters: PortCounters,
     /// ECT packets seen at dequeue (for `mark_every`).
     ect_dequeued: u64,
+    /// Per-packet verdicts for capture (`--pcap`); None: off, one branch per hook.
+    trace: Option<Box<PortTrace>>,
 }
 
 impl<A: Aqm> EgressPort<A> {
@@ -126,6 +129,7 @@ impl<A: Aqm> EgressPort<A> {
             backlog_bytes: 0,
             backlog_pkts: 0,
             ect_dequeued: 0,
+            trace: None,
             cfg,
         })
     }
@@ -177,6 +181,9 @@ impl<A: Aqm> EgressPort<A> {
         let verdict = self.aqm.on_enqueue(&pkt, &ctx, now, &mut self.rng);
         if !self.apply(&mut pkt, verdict, store) {
             return;
+        }
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.passed(&pkt, verdict);
         }
 
         let was_empty = self.queues.q[q].is_empty();
@@ -251,6 +258,9 @@ impl<A: Aqm> EgressPort<A> {
                 self.aqm.on_idle(now);
             }
             if keep {
+                if let Some(t) = self.trace.as_deref_mut() {
+                    t.passed(&pkt, verdict);
+                }
                 let took = self.tb.try_take(len, now);
                 debug_assert!(took, "shaper refused a frame it said was ready");
                 self.counters.count(q, |c| c.dequeued.add(len));
@@ -315,6 +325,15 @@ impl<A: Aqm> EgressPort<A> {
     pub fn config(&self) -> &PortConfig {
         &self.cfg
     }
+    /// Turns the per-packet trace for capture on (Some) or off.
+    pub fn set_trace(&mut self, trace: Option<PortTrace>) {
+        self.trace = trace.map(Box::new);
+    }
+    /// The trace of verdicts since it was last cleared (None: off).
+    #[inline]
+    pub fn trace_mut(&mut self) -> Option<&mut PortTrace> {
+        self.trace.as_deref_mut()
+    }
     /// The queue a packet with `dscp` goes to.
     pub fn queue_of_dscp(&self, dscp: u8) -> usize {
         self.classify[(dscp & 63) as usize] as usize
@@ -358,6 +377,9 @@ impl<A: Aqm> EgressPort<A> {
     /// Releases a frame and counts the drop.
     #[inline]
     fn drop_frame<S: FrameStore>(&mut self, pkt: &Packet, r: DropReason, store: &mut S) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.dropped(pkt, r, store.bytes_mut(pkt.frame, pkt.len));
+        }
         store.release(pkt.frame);
         let len = pkt.len;
         self.counters

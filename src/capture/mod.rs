@@ -1,0 +1,768 @@
+//! Capture: what the switch saw, per port and direction, as pcapng files
+//! Wireshark opens (`--pcap DIR`). tcpdump on a switch-side veth sees
+//! nothing once XDP owns it (NOTES.md), so the switch records frames itself.
+//!
+//! ```text
+//! DIR/<port>-rx.pcapng  every frame received on <port>, at the switch's
+//!                       receive time, commented with its fate on each egress
+//!                       port it went to:
+//!                         "ss-h2-sw q0: enqueued"
+//!                         "ss-h2-sw q0: enqueued, marked CE (threshold)"
+//!                         "ss-h2-sw q0: dropped: buffer_full"
+//!                         "flooded: ss-h2-sw q0: enqueued; ss-h3-sw q0: dropped: buffer_full"
+//!                         "dropped: malformed" / "filtered: destination on the ingress port"
+//! DIR/<port>-tx.pcapng  every frame sent out of <port>, at the time it left
+//!                       the delay line (bytes as sent: a CE mark shows):
+//!                         "q0 sojourn 12.3us"  /  "q0 sojourn 80.1us, marked CE (sojourn)"
+//!                       and the frames the dequeue AQM dropped, at their
+//!                       dequeue time: "dropped at dequeue: not_ect_mark (q0 sojourn 1.2ms)"
+//! ```
+//!
+//! This module is the core's half and does no I/O: the [`Switch`] and its
+//! egress ports record into a [`Batch`] (frame bytes cut to the snap length,
+//! one flat buffer; fates as small enums, formatted as text only by the
+//! writer thread), and the data path hands full batches to
+//! [`writer::Writer`], which writes the files on its own thread. Off, the
+//! packet path pays one branch on an `Option` per hook.
+//!
+//! Timestamps are the switch's own clock (the `now` the packet path ran
+//! with, ns since start) plus the wall-clock time at start, so files of
+//! different ports line up with each other and with the time series.
+//!
+//! [`Switch`]: crate::switch::Switch
+
+pub mod pcapng;
+#[cfg(test)]
+mod switch_tests;
+pub mod writer;
+
+use crate::aqm::{DropReason, MarkReason, Verdict};
+use crate::packet::Packet;
+use crate::units::Nanos;
+use crate::wire::Ecn;
+
+/// Default snap length: any Ethernet + IPv4/IPv6 + TCP header with options fits.
+pub const DEFAULT_SNAPLEN: u32 = 256;
+/// Default bound of one capture file, MB (10^6 bytes).
+pub const DEFAULT_MAX_MB: u64 = 100;
+/// Records a batch holds before further ones are counted as lost (bounds
+/// the memory of a batch nobody collects).
+pub const MAX_BATCH_RECORDS: usize = 1 << 16;
+
+/// Direction of a capture file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dir {
+    /// Frames received on the port.
+    Rx = 0,
+    /// Frames sent out of the port (and dequeue drops).
+    Tx = 1,
+}
+
+impl Dir {
+    /// `rx` / `tx`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Rx => "rx",
+            Dir::Tx => "tx",
+        }
+    }
+}
+
+/// What happened to a frame (one per egress port for a flooded frame).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Admitted into egress port `port`'s queue `queue`; `mark`: the
+    /// enqueue AQM's mark verdict, `ce`: the frame carries CE after it.
+    Enqueued {
+        /// Egress port.
+        port: u16,
+        /// Queue.
+        queue: u16,
+        /// Mark verdict at enqueue, if any.
+        mark: Option<MarkReason>,
+        /// Frame carries CE after the verdict.
+        ce: bool,
+    },
+    /// Dropped at egress port `port`'s enqueue (buffer, queue limit, AQM).
+    Dropped {
+        /// Egress port.
+        port: u16,
+        /// Queue.
+        queue: u16,
+        /// Why.
+        reason: DropReason,
+    },
+    /// Dropped before any egress port (malformed, no frame to flood into).
+    IngressDrop(DropReason),
+    /// Not forwarded: the destination is on the ingress port.
+    Filtered,
+    /// Sent out of the port (tx file).
+    Sent {
+        /// Queue it left.
+        queue: u16,
+        /// Time in the queue, ns.
+        sojourn_ns: Nanos,
+        /// Mark verdict at dequeue, if any.
+        mark: Option<MarkReason>,
+        /// Frame carries CE.
+        ce: bool,
+    },
+    /// Dropped at dequeue by the AQM (tx file).
+    DequeueDrop {
+        /// Queue it left.
+        queue: u16,
+        /// Time in the queue, ns.
+        sojourn_ns: Nanos,
+        /// Why.
+        reason: DropReason,
+    },
+}
+
+impl Fate {
+    /// Whether the frame went no further.
+    pub fn is_drop(&self) -> bool {
+        matches!(
+            self,
+            Fate::Dropped { .. } | Fate::IngressDrop(_) | Fate::DequeueDrop { .. }
+        )
+    }
+}
+
+/// One captured frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Switch port.
+    pub port: u16,
+    /// Which of its files.
+    pub dir: Dir,
+    /// Switch time, ns since start.
+    pub t_ns: Nanos,
+    /// Frame length on the wire (before the snap length).
+    pub len: u32,
+    /// Its bytes in [`Batch::bytes`].
+    pub data: (u32, u32),
+    /// Its fates in [`Batch::fates`].
+    pub fates: (u32, u32),
+}
+
+/// Records of one stretch of time, in the order the switch made them
+/// (per port and direction, time never goes backwards).
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Frames.
+    pub records: Vec<Record>,
+    /// Their bytes, cut to the snap length.
+    pub bytes: Vec<u8>,
+    /// Their fates.
+    pub fates: Vec<Fate>,
+    /// Records not kept because the batch was full, per (port, dir).
+    pub lost: Vec<[u64; 2]>,
+}
+
+impl Batch {
+    /// No record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.lost.iter().all(|l| l == &[0, 0])
+    }
+    /// Empties it, keeping its memory.
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.bytes.clear();
+        self.fates.clear();
+        self.lost.iter_mut().for_each(|l| *l = [0, 0]);
+    }
+    /// The bytes of `r`.
+    pub fn data(&self, r: &Record) -> &[u8] {
+        &self.bytes[r.data.0 as usize..r.data.1 as usize]
+    }
+    /// The fates of `r`.
+    pub fn fates_of(&self, r: &Record) -> &[Fate] {
+        &self.fates[r.fates.0 as usize..r.fates.1 as usize]
+    }
+    /// Adds every record to `lost` (the batch could not be written).
+    pub fn count_lost(&self, lost: &mut [[u64; 2]]) {
+        for r in &self.records {
+            lost[r.port as usize][r.dir as usize] += 1;
+        }
+        for (i, l) in self.lost.iter().enumerate() {
+            lost[i][0] += l[0];
+            lost[i][1] += l[1];
+        }
+    }
+}
+
+/// What an egress port did with a packet, as its trace records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortVerdict {
+    /// Let through (admitted at enqueue / sent at dequeue), with the AQM's
+    /// mark verdict if it gave one, and whether the frame now carries CE.
+    Passed {
+        /// Mark verdict.
+        mark: Option<MarkReason>,
+        /// Carries CE.
+        ce: bool,
+    },
+    /// Dropped (frame released; its bytes are in the trace).
+    Dropped(DropReason),
+}
+
+/// One event of an egress port's trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortEvent {
+    /// Queue.
+    pub queue: u16,
+    /// Frame length.
+    pub len: u32,
+    /// When the packet entered its queue.
+    pub enqueue_ns: Nanos,
+    /// What happened.
+    pub verdict: PortVerdict,
+    /// For drops: the frame's bytes in [`PortTrace::bytes`] (the frame is
+    /// released before the switch could copy it).
+    pub data: (u32, u32),
+}
+
+/// The verdicts an egress port records while capture is on; the switch
+/// takes them after each `enqueue` / `dequeue` call.
+#[derive(Clone, Debug, Default)]
+pub struct PortTrace {
+    snaplen: u32,
+    /// Events since the switch last took them.
+    pub events: Vec<PortEvent>,
+    /// Bytes of dropped frames, cut to the snap length.
+    pub bytes: Vec<u8>,
+}
+
+impl PortTrace {
+    /// A trace keeping `snaplen` bytes of each dropped frame.
+    pub fn new(snaplen: u32) -> Self {
+        PortTrace {
+            snaplen,
+            events: Vec::with_capacity(64),
+            bytes: Vec::with_capacity(64 * snaplen as usize),
+        }
+    }
+    /// `pkt` goes on after verdict `v` (the mark already applied).
+    #[inline]
+    pub fn passed(&mut self, pkt: &Packet, v: Verdict) {
+        let mark = match v {
+            Verdict::Mark(r) => Some(r),
+            _ => None,
+        };
+        let ce = pkt.l3.is_some_and(|l| l.ecn == Ecn::Ce);
+        self.events.push(PortEvent {
+            queue: pkt.queue,
+            len: pkt.len,
+            enqueue_ns: pkt.enqueue_ns,
+            verdict: PortVerdict::Passed { mark, ce },
+            data: (0, 0),
+        });
+    }
+    /// `pkt` (whose bytes are `bytes`) is dropped for `r`.
+    #[inline]
+    pub fn dropped(&mut self, pkt: &Packet, r: DropReason, bytes: &[u8]) {
+        let start = self.bytes.len() as u32;
+        let n = bytes.len().min(self.snaplen as usize);
+        self.bytes.extend_from_slice(&bytes[..n]);
+        self.events.push(PortEvent {
+            queue: pkt.queue,
+            len: pkt.len,
+            enqueue_ns: pkt.enqueue_ns,
+            verdict: PortVerdict::Dropped(r),
+            data: (start, start + n as u32),
+        });
+    }
+    /// Forgets the events taken.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.bytes.clear();
+    }
+}
+
+/// A dequeue-side note waiting for its packet to leave the delay line.
+#[derive(Clone, Copy, Debug)]
+struct TxNote {
+    queue: u16,
+    sojourn_ns: Nanos,
+    mark: Option<MarkReason>,
+    ce: bool,
+}
+
+/// Which ports and directions are captured, and how much of each frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaptureConfig {
+    /// Bytes of each frame kept.
+    pub snaplen: u32,
+    /// Per port: captured (both directions).
+    pub ports: Vec<bool>,
+}
+
+/// Capture settings, resolved from `--pcap*` flags and `pcap*` TOML keys.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PcapSettings {
+    /// Directory of the files.
+    pub dir: std::path::PathBuf,
+    /// Per port (in `--ports` order): captured.
+    pub ports: Vec<bool>,
+    /// Bytes of each frame kept.
+    pub snaplen: u32,
+    /// Bound of one file, bytes.
+    pub max_bytes: u64,
+}
+
+impl PcapSettings {
+    /// Smallest file bound accepted (MB): room for headers and a few packets.
+    pub const MIN_MAX_MB: f64 = 0.01;
+
+    /// Capture settings from flags (which win) and the file; None: capture off.
+    pub fn resolve(
+        args: &crate::cli::RunArgs,
+        file: &crate::config::FileConfig,
+        ports: &[String],
+    ) -> Result<Option<Self>, crate::config::ConfigError> {
+        use crate::config::ConfigError::Invalid;
+        let dir = match (&args.pcap, &file.pcap) {
+            (Some(d), _) => d.clone(),
+            (None, Some(d)) => d.into(),
+            (None, None) => {
+                if !args.pcap_ports.is_empty()
+                    || args.pcap_snaplen.is_some()
+                    || args.pcap_max_mb.is_some()
+                {
+                    return Err(Invalid(
+                        "--pcap-ports / --pcap-snaplen / --pcap-max-mb need --pcap DIR".into(),
+                    ));
+                }
+                return Ok(None);
+            }
+        };
+        let chosen: Vec<String> = if !args.pcap_ports.is_empty() {
+            args.pcap_ports.clone()
+        } else {
+            file.pcap_ports.clone().unwrap_or_default()
+        };
+        for c in &chosen {
+            if !ports.contains(c) {
+                return Err(Invalid(format!(
+                    "--pcap-ports {c:?}: not one of the switch's ports ({})",
+                    ports.join(",")
+                )));
+            }
+        }
+        let snaplen = args
+            .pcap_snaplen
+            .or(file.pcap_snaplen)
+            .unwrap_or(DEFAULT_SNAPLEN);
+        if !(1..=65_535).contains(&snaplen) {
+            return Err(Invalid(format!(
+                "--pcap-snaplen {snaplen}: give 1 to 65535 bytes (256 keeps every header)"
+            )));
+        }
+        let mb = args
+            .pcap_max_mb
+            .or(file.pcap_max_mb)
+            .unwrap_or(DEFAULT_MAX_MB as f64);
+        if !mb.is_finite() || mb < Self::MIN_MAX_MB {
+            return Err(Invalid(format!(
+                "--pcap-max-mb {mb}: give a bound of at least {} MB per file",
+                Self::MIN_MAX_MB
+            )));
+        }
+        Ok(Some(PcapSettings {
+            dir,
+            ports: ports
+                .iter()
+                .map(|p| chosen.is_empty() || chosen.contains(p))
+                .collect(),
+            snaplen,
+            max_bytes: (mb * 1e6) as u64,
+        }))
+    }
+}
+
+/// The switch's side of capture: turns the packet path's events into records.
+#[derive(Debug)]
+pub struct Capture {
+    cfg: CaptureConfig,
+    batch: Batch,
+    /// The rx record being built by the current `ingress` call.
+    open_rx: Option<usize>,
+    /// Per port, the notes of packets on the delay line (FIFO, as the line).
+    tx_notes: Vec<std::collections::VecDeque<TxNote>>,
+}
+
+impl Capture {
+    /// Capture per `cfg` (one entry in `cfg.ports` per switch port).
+    pub fn new(cfg: CaptureConfig) -> Self {
+        let n = cfg.ports.len();
+        let batch = Batch {
+            lost: vec![[0, 0]; n],
+            ..Batch::default()
+        };
+        Capture {
+            batch,
+            open_rx: None,
+            tx_notes: (0..n)
+                .map(|_| std::collections::VecDeque::with_capacity(1024))
+                .collect(),
+            cfg,
+        }
+    }
+    /// The configuration.
+    pub fn config(&self) -> &CaptureConfig {
+        &self.cfg
+    }
+    /// Whether port `port` is captured.
+    #[inline]
+    pub fn captures(&self, port: u16) -> bool {
+        self.cfg.ports.get(port as usize).copied().unwrap_or(false)
+    }
+    /// Records made since the last [`take`](Self::take).
+    pub fn pending(&self) -> &Batch {
+        &self.batch
+    }
+    /// Hands out the records made so far, leaving `empty` (cleared) in their place.
+    pub fn take(&mut self, mut empty: Batch) -> Batch {
+        empty.clear();
+        empty.lost.resize(self.cfg.ports.len(), [0, 0]);
+        std::mem::replace(&mut self.batch, empty)
+    }
+
+    /// Appends a record of `bytes` (cut to the snap length); None when the batch is full.
+    fn push(&mut self, port: u16, dir: Dir, t_ns: Nanos, bytes: &[u8], len: u32) -> Option<usize> {
+        if self.batch.records.len() >= MAX_BATCH_RECORDS {
+            self.batch.lost[port as usize][dir as usize] += 1;
+            return None;
+        }
+        let start = self.batch.bytes.len() as u32;
+        let n = bytes.len().min(self.cfg.snaplen as usize);
+        self.batch.bytes.extend_from_slice(&bytes[..n]);
+        let f = self.batch.fates.len() as u32;
+        self.batch.records.push(Record {
+            port,
+            dir,
+            t_ns,
+            len,
+            data: (start, start + n as u32),
+            fates: (f, f),
+        });
+        Some(self.batch.records.len() - 1)
+    }
+
+    /// A frame arrived on `port` (its bytes as received); its fates follow.
+    pub fn rx(&mut self, port: u16, t_ns: Nanos, bytes: &[u8], len: u32) {
+        self.open_rx = if self.captures(port) {
+            self.push(port, Dir::Rx, t_ns, bytes, len)
+        } else {
+            None
+        };
+    }
+    /// One fate of the frame of the current `rx`.
+    pub fn rx_fate(&mut self, fate: Fate) {
+        if let Some(i) = self.open_rx {
+            self.batch.fates.push(fate);
+            self.batch.records[i].fates.1 = self.batch.fates.len() as u32;
+        }
+    }
+    /// The events of egress port `out`'s trace after an `enqueue` call.
+    pub fn after_enqueue(&mut self, out: u16, trace: &mut PortTrace) {
+        for e in &trace.events {
+            let fate = match e.verdict {
+                PortVerdict::Passed { mark, ce } => Fate::Enqueued {
+                    port: out,
+                    queue: e.queue,
+                    mark,
+                    ce,
+                },
+                PortVerdict::Dropped(reason) => Fate::Dropped {
+                    port: out,
+                    queue: e.queue,
+                    reason,
+                },
+            };
+            self.rx_fate(fate);
+        }
+        trace.clear();
+    }
+    /// The events of egress port `port`'s trace after a `dequeue` call at
+    /// `now`: drops are written to its tx file now; a packet let through
+    /// waits on the delay line for [`tx`](Self::tx).
+    pub fn after_dequeue(&mut self, port: u16, now: Nanos, trace: &mut PortTrace) {
+        if !self.captures(port) {
+            trace.clear();
+            return;
+        }
+        for e in &trace.events {
+            let sojourn_ns = now.saturating_sub(e.enqueue_ns);
+            match e.verdict {
+                PortVerdict::Passed { mark, ce } => {
+                    self.tx_notes[port as usize].push_back(TxNote {
+                        queue: e.queue,
+                        sojourn_ns,
+                        mark,
+                        ce,
+                    })
+                }
+                PortVerdict::Dropped(reason) => {
+                    let bytes = &trace.bytes[e.data.0 as usize..e.data.1 as usize];
+                    if let Some(i) = self.push(port, Dir::Tx, now, bytes, e.len) {
+                        self.batch.fates.push(Fate::DequeueDrop {
+                            queue: e.queue,
+                            sojourn_ns,
+                            reason,
+                        });
+                        self.batch.records[i].fates.1 = self.batch.fates.len() as u32;
+                    }
+                }
+            }
+        }
+        trace.clear();
+    }
+    /// A frame leaves `port` at `now` (its bytes as sent).
+    pub fn tx(&mut self, port: u16, now: Nanos, bytes: &[u8], len: u32) {
+        if !self.captures(port) {
+            return;
+        }
+        let note = self.tx_notes[port as usize].pop_front();
+        if let Some(i) = self.push(port, Dir::Tx, now, bytes, len) {
+            if let Some(n) = note {
+                self.batch.fates.push(Fate::Sent {
+                    queue: n.queue,
+                    sojourn_ns: n.sojourn_ns,
+                    mark: n.mark,
+                    ce: n.ce,
+                });
+                self.batch.records[i].fates.1 = self.batch.fates.len() as u32;
+            }
+        }
+    }
+    /// Shutdown: the packets on the delay lines were not sent.
+    pub fn drain(&mut self) {
+        self.tx_notes.iter_mut().for_each(|q| q.clear());
+    }
+}
+
+/// The comment of a record with `fates`, into `out` (cleared first);
+/// `names` are the switch's port names.
+pub fn comment(fates: &[Fate], names: &[String], out: &mut String) {
+    use std::fmt::Write;
+    out.clear();
+    let name = |p: u16| names.get(p as usize).map_or("?", |s| s.as_str());
+    let us = |ns: Nanos| ns as f64 / 1e3;
+    if fates.len() > 1 {
+        out.push_str("flooded: ");
+    }
+    for (i, f) in fates.iter().enumerate() {
+        if i > 0 {
+            out.push_str("; ");
+        }
+        let _ = match *f {
+            Fate::Enqueued {
+                port,
+                queue,
+                mark,
+                ce,
+            } => {
+                let _ = write!(out, "{} q{queue}: enqueued", name(port));
+                mark_text(out, mark, ce)
+            }
+            Fate::Dropped {
+                port,
+                queue,
+                reason,
+            } => write!(out, "{} q{queue}: dropped: {}", name(port), reason.name()),
+            Fate::IngressDrop(r) => write!(out, "dropped: {}", r.name()),
+            Fate::Filtered => write!(out, "filtered: destination on the ingress port"),
+            Fate::Sent {
+                queue,
+                sojourn_ns,
+                mark,
+                ce,
+            } => {
+                let _ = write!(out, "q{queue} sojourn {:.1}us", us(sojourn_ns));
+                mark_text(out, mark, ce)
+            }
+            Fate::DequeueDrop {
+                queue,
+                sojourn_ns,
+                reason,
+            } => write!(
+                out,
+                "dropped at dequeue: {} (q{queue} sojourn {:.1}us)",
+                reason.name(),
+                us(sojourn_ns)
+            ),
+        };
+    }
+}
+
+fn mark_text(out: &mut String, mark: Option<MarkReason>, ce: bool) -> std::fmt::Result {
+    use std::fmt::Write;
+    match (mark, ce) {
+        (Some(r), true) => write!(out, ", marked CE ({})", r.name()),
+        (Some(r), false) => write!(out, ", mark ({}) not applied: not ECN-capable", r.name()),
+        (None, _) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> Vec<String> {
+        vec!["a".into(), "b".into(), "c".into()]
+    }
+
+    #[test]
+    fn comments_say_queue_and_verdict() {
+        let mut s = String::new();
+        let n = names();
+        comment(
+            &[Fate::Dropped {
+                port: 1,
+                queue: 0,
+                reason: DropReason::BufferFull,
+            }],
+            &n,
+            &mut s,
+        );
+        assert_eq!(s, "b q0: dropped: buffer_full");
+        comment(
+            &[
+                Fate::Enqueued {
+                    port: 1,
+                    queue: 2,
+                    mark: Some(MarkReason::Threshold),
+                    ce: true,
+                },
+                Fate::Dropped {
+                    port: 2,
+                    queue: 0,
+                    reason: DropReason::QueueLimit,
+                },
+            ],
+            &n,
+            &mut s,
+        );
+        assert_eq!(
+            s,
+            "flooded: b q2: enqueued, marked CE (threshold); c q0: dropped: queue_limit"
+        );
+        comment(
+            &[Fate::Sent {
+                queue: 3,
+                sojourn_ns: 12_345,
+                mark: None,
+                ce: false,
+            }],
+            &n,
+            &mut s,
+        );
+        assert_eq!(s, "q3 sojourn 12.3us");
+        comment(
+            &[Fate::DequeueDrop {
+                queue: 0,
+                sojourn_ns: 1_000_000,
+                reason: DropReason::NotEctMark,
+            }],
+            &n,
+            &mut s,
+        );
+        assert_eq!(s, "dropped at dequeue: not_ect_mark (q0 sojourn 1000.0us)");
+        comment(&[Fate::IngressDrop(DropReason::Malformed)], &n, &mut s);
+        assert_eq!(s, "dropped: malformed");
+    }
+
+    fn resolve(list: &[&str]) -> Result<Option<PcapSettings>, String> {
+        use clap::Parser;
+        let mut v = vec!["softswitch", "--ports", "a,b"];
+        v.extend_from_slice(list);
+        let args = crate::cli::Cli::try_parse_from(v).unwrap().run;
+        crate::config::resolve(&args)
+            .map(|s| s.pcap)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn settings_from_flags_and_errors_name_the_option() {
+        assert_eq!(resolve(&[]).unwrap(), None);
+        let s = resolve(&["--pcap", "/tmp/x"]).unwrap().unwrap();
+        assert_eq!(s.ports, vec![true, true]);
+        assert_eq!((s.snaplen, s.max_bytes), (256, 100_000_000));
+        let s = resolve(&[
+            "--pcap",
+            "/tmp/x",
+            "--pcap-ports",
+            "b",
+            "--pcap-snaplen",
+            "96",
+            "--pcap-max-mb",
+            "0.5",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.ports, vec![false, true]);
+        assert_eq!((s.snaplen, s.max_bytes), (96, 500_000));
+        for (bad, key) in [
+            (&["--pcap", "d", "--pcap-ports", "c"][..], "--pcap-ports"),
+            (
+                &["--pcap", "d", "--pcap-snaplen", "0"][..],
+                "--pcap-snaplen",
+            ),
+            (&["--pcap", "d", "--pcap-max-mb", "0"][..], "--pcap-max-mb"),
+            (&["--pcap-max-mb", "5"][..], "need --pcap"),
+        ] {
+            let e = resolve(bad).unwrap_err();
+            assert!(e.contains(key), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn settings_from_the_toml_file() {
+        let c = crate::config::FileConfig::parse(
+            "pcap = \"cap\"\npcap_ports = [\"a\"]\npcap_snaplen = 128\npcap_max_mb = 2\n",
+        )
+        .unwrap();
+        assert_eq!(c.pcap.as_deref(), Some("cap"));
+        let args = crate::cli::RunArgs::default();
+        let s = PcapSettings::resolve(&args, &c, &["a".into(), "b".into()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.dir, std::path::PathBuf::from("cap"));
+        assert_eq!(s.ports, vec![true, false]);
+        assert_eq!((s.snaplen, s.max_bytes), (128, 2_000_000));
+    }
+
+    #[test]
+    fn batch_bound_counts_lost_records() {
+        let mut c = Capture::new(CaptureConfig {
+            snaplen: 4,
+            ports: vec![true, false],
+        });
+        for t in 0..MAX_BATCH_RECORDS as u64 + 10 {
+            c.rx(0, t, &[1, 2, 3, 4, 5, 6], 6);
+            c.rx_fate(Fate::Filtered);
+        }
+        // An uncaptured port records nothing.
+        c.rx(1, 0, &[1], 1);
+        c.rx_fate(Fate::Filtered);
+        let b = c.take(Batch::default());
+        assert_eq!(b.records.len(), MAX_BATCH_RECORDS);
+        assert_eq!(b.lost, vec![[10, 0], [0, 0]]);
+        assert_eq!(
+            b.bytes.len(),
+            4 * MAX_BATCH_RECORDS,
+            "cut to the snap length"
+        );
+        assert_eq!(
+            b.fates.len(),
+            MAX_BATCH_RECORDS,
+            "no fate for a lost record"
+        );
+        assert!(c.pending().is_empty());
+        let mut lost = vec![[0u64; 2]; 2];
+        b.count_lost(&mut lost);
+        assert_eq!(lost[0][0], MAX_BATCH_RECORDS as u64 + 10);
+    }
+}
