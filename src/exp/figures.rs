@@ -219,7 +219,7 @@ pub fn write_all(
                     "queue_vs_flows",
                 )?;
             }
-            if st.ping.is_some() {
+            if let Some(p) = &st.ping {
                 let cdf = |rtts: &[f64]| {
                     let mut v = rtts.to_vec();
                     v.sort_by(|a, b| a.total_cmp(b));
@@ -244,7 +244,6 @@ pub fn write_all(
                         })
                     })
                     .collect();
-                let p = st.ping.as_ref().expect("checked");
                 put(
                     Figure::single(Panel {
                         title: format!("ping RTT h{} → h{} (DSCP {}): CDF", p.from, p.to, p.dscp),

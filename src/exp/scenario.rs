@@ -663,7 +663,7 @@ impl Scenario {
                     }
                 }
                 let sweeps = s.flows.iter().any(|f| f.count == FlowCount::Sweep);
-                if sweeps != !s.flows_sweep.is_empty() {
+                if sweeps == s.flows_sweep.is_empty() {
                     return bad(if sweeps {
                         "a flow has count = \"sweep\" but traffic.flows_sweep is empty — list the counts, e.g. flows_sweep = [2, 4, 8, 16]".into()
                     } else {
