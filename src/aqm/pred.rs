@@ -145,6 +145,10 @@ pub struct Config {
     pub index_bits: u32,
     /// `queue` or `port` occupancy for the RED decision.
     pub occupancy: Occupancy,
+    /// Robustness option (not in the paper, default 0): a trial wins a pair
+    /// only by more than this utility difference, so measurement noise alone
+    /// does not walk λ_QLA.
+    pub min_gain: f64,
 }
 
 impl Default for Config {
@@ -182,6 +186,7 @@ impl Config {
             qla: true,
             index_bits: 12,
             occupancy: Occupancy::Queue,
+            min_gain: 0.0,
         }
     }
 
@@ -224,6 +229,12 @@ impl Config {
                 self.q_left, self.q_right
             ));
         }
+        if !(self.min_gain >= 0.0 && self.min_gain < 1.0) {
+            return Err(format!(
+                "pred: min_gain must be in [0, 1), got {}",
+                self.min_gain
+            ));
+        }
         if !(0.0..=1.0).contains(&self.beta) {
             return Err(format!("pred: beta must be in [0, 1], got {}", self.beta));
         }
@@ -253,7 +264,7 @@ impl Config {
         };
         let qla = if self.qla {
             format!(
-                "QLA every T_QLA = {}: β = {}, q_left = {} pkts, q_right = {} pkts, Δλ = {}, λ_min = {}, λ_max = {}, Δmin_K = {} pkts",
+                "QLA every T_QLA = {}: β = {}, q_left = {} pkts, q_right = {} pkts, Δλ = {}, λ_min = {}, λ_max = {}, Δmin_K = {} pkts, min_gain = {}",
                 fmt_duration(self.t_qla),
                 self.beta,
                 self.q_left,
@@ -261,7 +272,8 @@ impl Config {
                 self.delta_lambda,
                 self.lambda_min,
                 self.lambda_max,
-                self.delta_min_k
+                self.delta_min_k,
+                self.min_gain
             )
         } else {
             "QLA off".into()
@@ -330,11 +342,12 @@ pub enum Decision {
 }
 
 /// U1 > U2 and U4 > U3 → More; U2 > U1 and U3 > U4 → Less; else Stay, where
-/// U1, U4 were measured with the more aggressive setting (§IV-B, Decision Maker).
-pub fn decide(u: [f64; 4]) -> Decision {
-    if u[0] > u[1] && u[3] > u[2] {
+/// U1, U4 were measured with the more aggressive setting (§IV-B, Decision
+/// Maker). `min_gain` (0 in the paper) is the margin a win needs.
+pub fn decide(u: [f64; 4], min_gain: f64) -> Decision {
+    if u[0] > u[1] + min_gain && u[3] > u[2] + min_gain {
         Decision::More
-    } else if u[1] > u[0] && u[2] > u[3] {
+    } else if u[1] > u[0] + min_gain && u[2] > u[3] + min_gain {
         Decision::Less
     } else {
         Decision::Stay
@@ -592,7 +605,7 @@ impl Pred {
         if self.trial_idx == 4 {
             self.trial_idx = 0;
             self.last_round = self.u;
-            let d = decide(self.u);
+            let d = decide(self.u, self.params.min_gain);
             self.last_decision = Some(d);
             if self.params.qla {
                 match d {
