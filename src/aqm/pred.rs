@@ -905,14 +905,17 @@ mod tests {
     #[test]
     fn decision_maker_needs_two_consistent_pairs() {
         // §IV-B: U1, U4 with λ + Δλ; U2, U3 with λ − Δλ.
-        assert_eq!(decide([0.9, 0.8, 0.7, 0.75]), Decision::More);
-        assert_eq!(decide([0.8, 0.9, 0.75, 0.7]), Decision::Less);
-        assert_eq!(decide([0.9, 0.8, 0.75, 0.7]), Decision::Stay);
+        assert_eq!(decide([0.9, 0.8, 0.7, 0.75], 0.0), Decision::More);
+        assert_eq!(decide([0.8, 0.9, 0.75, 0.7], 0.0), Decision::Less);
+        assert_eq!(decide([0.9, 0.8, 0.75, 0.7], 0.0), Decision::Stay);
         assert_eq!(
-            decide([0.8, 0.8, 0.7, 0.9]),
+            decide([0.8, 0.8, 0.7, 0.9], 0.0),
             Decision::Stay,
             "a tie is no win"
         );
+        // The robustness margin: 0.05 in the second pair is not enough.
+        assert_eq!(decide([0.9, 0.8, 0.7, 0.75], 0.06), Decision::Stay);
+        assert_eq!(decide([0.9, 0.8, 0.7, 0.8], 0.06), Decision::More);
     }
 
     /// One T_QLA period from `t0` (= the period's start) of `k` departures of
