@@ -335,7 +335,7 @@ impl AqmConfig {
                 if env.rate.bps() == 0 {
                     return Err(AqmConfigError::NeedsRate);
                 }
-                AqmKind::Pred(Pred::new(c.clone(), n, env.rate, env.mtu_bytes))
+                AqmKind::Pred(Box::new(Pred::new(c.clone(), n, env.rate, env.mtu_bytes)))
             }
         })
     }
@@ -372,8 +372,8 @@ pub enum AqmKind {
     Codel(Codel),
     /// ECN♯.
     EcnSharp(EcnSharp),
-    /// PRED.
-    Pred(Pred),
+    /// PRED (boxed: its flow counter and QLA state make it the largest).
+    Pred(Box<Pred>),
 }
 
 macro_rules! dispatch {

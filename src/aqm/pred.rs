@@ -967,8 +967,8 @@ mod tests {
         assert!(close(p.trial().lambda, 0.15));
         assert!(close(p.red().params().lambda, 0.15), "N = 1");
         // Round 2: the less aggressive setting wins twice → back to 0.1.
-        for i in 0..4 {
-            t = period(&mut p, t, if TRIAL_MORE[i] { 50 } else { 80 }, 5, &mut rng);
+        for more in TRIAL_MORE {
+            t = period(&mut p, t, if more { 50 } else { 80 }, 5, &mut rng);
         }
         assert!(close(p.setting().lambda, 0.1));
         assert_eq!(p.counters().decisions_less, 1);
@@ -980,8 +980,8 @@ mod tests {
         assert_eq!(p.counters().decisions_stay, 1);
         // Round 4: same goodput, but the more aggressive trials keep a
         // shorter queue (Φ): 40 vs 80 packets → more wins.
-        for i in 0..4 {
-            let level = if TRIAL_MORE[i] { 40 } else { 80 };
+        for more in TRIAL_MORE {
+            let level = if more { 40 } else { 80 };
             t = period(&mut p, t, 50, level, &mut rng);
         }
         assert!(close(p.setting().lambda, 0.125));
@@ -1019,9 +1019,9 @@ mod tests {
         p.on_tick(0);
         let mut t = 0;
         let mut seen = vec![];
-        for i in 0..4 {
+        for more in TRIAL_MORE {
             seen.push(p.trial());
-            t = period(&mut p, t, if TRIAL_MORE[i] { 50 } else { 80 }, 4, &mut rng);
+            t = period(&mut p, t, if more { 50 } else { 80 }, 4, &mut rng);
         }
         assert!(same(seen[0], s(0.075, 3)));
         assert!(same(seen[1], s(0.05, 5)));
