@@ -96,7 +96,7 @@ fn bench_aqms(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.warm_up_time(std::time::Duration::from_millis(300));
     g.measurement_time(std::time::Duration::from_millis(800));
-    for queues in [8usize, 128] {
+    for queues in [8usize, 32, 128] {
         for kind in SchedName::ALL {
             let sched = SchedConfig::new(kind);
             for name in AQM_NAMES {
@@ -130,7 +130,12 @@ fn bench_aqms(c: &mut Criterion) {
                 for i in 0..queues * 4 {
                     let len = sizes[i % sizes.len()];
                     let f = store.insert(ipv4_frame(len));
-                    let p = Packet::new(f, len, Some(l3(0)), 0);
+                    // Distinct flows (PRED's flow counter hashes them).
+                    let l3 = L3Info {
+                        flow_hash: 0x9e37_79b9u32.wrapping_mul(i as u32 + 1),
+                        ..l3(0)
+                    };
+                    let p = Packet::new(f, len, Some(l3), 0);
                     port.enqueue_to(p, i % queues, 0, &mut store);
                 }
                 let mut now = 0u64;

@@ -152,7 +152,7 @@ pub struct RunArgs {
     /// DSCP → queue map: `mod` (default: DSCP mod queues), `46=0,10=1` pairs, or 64 queue numbers.
     #[arg(long)]
     pub dscp_map: Option<String>,
-    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp.
+    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred.
     #[arg(long)]
     pub aqm: Option<String>,
     /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.

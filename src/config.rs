@@ -10,7 +10,7 @@
 //! queues = 8
 //! sched = "dwrr"          # sp | dwrr | wfq | sp+dwrr | sp+wfq
 //! quantum = [1514]        # per queue (one value = all queues)
-//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp
+//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp | pred
 //! [aqm_opts]              # the AQM's own parameters, e.g.
 //! threshold = "100us"
 //! [port.veth1]            # per-port overrides

@@ -104,6 +104,9 @@ pub fn render(snap: &Value) -> String {
                 }
             }
         }
+        if let Some(sum) = p["aqm"]["summary"].as_str() {
+            out.push_str(&format!("  {sum}\n"));
+        }
         let s = &eg["sojourn"];
         out.push_str(&format!(
             "  sojourn: p50 {:.1} us p99 {:.1} us max {:.1} us | max backlog {} B\n",

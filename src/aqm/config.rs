@@ -14,6 +14,7 @@
 //! | `tcn` | T = λ·RTT, λ = 1 | tcn.txt §4.1 Eq. 3 |
 //! | `codel` | target = 0.2048·RTT, interval = 4.096·RTT, maxpacket = MTU + 14 (Linux psched_mtu) | tcn.txt §6.1 (51.2 µs / 1024 µs at 250 µs); RFC 8289; Linux codel_impl.h |
 //! | `ecn-sharp` | ins_target = RTT, pst_interval = RTT, pst_target = 0.425·RTT | ecnsharp.txt §3.4, §5.2 |
+//! | `pred` | λ_QLA = 0.1/pkt, T_FCS = 1.25·RTT, T_QLA = 5·RTT, β = 0.4, Δλ = 0.025, λ_min = 0.05; min_K 10, q_left 15, Δmin_K 5 pkts, max_K 500 KB scaled by C·RTT/100 KB | pred.txt §IV-C, §VI |
 //!
 //! Overrides are applied to those defaults, by key, and the result is
 //! validated; an unknown key is an error that lists the valid keys.
@@ -23,6 +24,7 @@ use super::dctcp::{self, Dctcp};
 use super::droptail::DropTail;
 use super::ecnsharp::{self, EcnSharp};
 use super::mqecn::{self, MqEcn};
+use super::pred::{self, Pred};
 use super::red::{self, Red};
 use super::tcn::{self, Tcn};
 use super::{Aqm, QueueCtx, Verdict};
@@ -32,7 +34,7 @@ use crate::units::{Nanos, Rate};
 use serde::{Deserialize, Serialize};
 
 /// Names accepted by `--aqm`.
-pub const AQM_NAMES: [&str; 7] = [
+pub const AQM_NAMES: [&str; 8] = [
     "droptail",
     "red",
     "dctcp",
@@ -40,6 +42,7 @@ pub const AQM_NAMES: [&str; 7] = [
     "tcn",
     "codel",
     "ecn-sharp",
+    "pred",
 ];
 
 /// What the port tells the AQM about itself.
@@ -89,6 +92,9 @@ pub enum AqmConfigError {
     /// MQ-ECN without a round-robin scheduler.
     #[error("mq-ecn needs a round-robin scheduler (--sched dwrr or sp+dwrr); WFQ and SP have no round (tcn.txt §3.3)")]
     NeedsRoundRobin,
+    /// PRED on an unshaped port.
+    #[error("pred needs a shaped port (--rate): QLA's utility divides the goodput by the link rate C (pred.txt §IV-B)")]
+    NeedsRate,
     /// Quanta given for a different number of queues.
     #[error("mq-ecn: {quanta} quanta given for {queues} queues")]
     QuantaMismatch {
@@ -125,6 +131,9 @@ pub enum AqmConfig {
     /// ECN♯.
     #[serde(rename = "ecn-sharp")]
     EcnSharp(ecnsharp::Config),
+    /// PRED.
+    #[serde(rename = "pred")]
+    Pred(pred::Config),
 }
 
 fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
@@ -196,6 +205,7 @@ impl AqmConfig {
             "ecn-sharp" | "ecnsharp" | "ecn#" => {
                 AqmConfig::EcnSharp(ecnsharp::Config::for_rtt(rtt, 1.0))
             }
+            "pred" => AqmConfig::Pred(pred::Config::for_link(env.rate, rtt, env.mtu_bytes)),
             other => return Err(AqmConfigError::UnknownAqm(other.to_string())),
         })
     }
@@ -210,6 +220,7 @@ impl AqmConfig {
             AqmConfig::Tcn(_) => "tcn",
             AqmConfig::Codel(_) => "codel",
             AqmConfig::EcnSharp(_) => "ecn-sharp",
+            AqmConfig::Pred(_) => "pred",
         }
     }
 
@@ -223,6 +234,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => to_table(c),
             AqmConfig::Codel(c) => to_table(c),
             AqmConfig::EcnSharp(c) => to_table(c),
+            AqmConfig::Pred(c) => to_table(c),
         };
         t.keys().cloned().collect()
     }
@@ -260,6 +272,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => AqmConfig::Tcn(apply(name, c, opts)?),
             AqmConfig::Codel(c) => AqmConfig::Codel(apply(name, c, opts)?),
             AqmConfig::EcnSharp(c) => AqmConfig::EcnSharp(apply(name, c, opts)?),
+            AqmConfig::Pred(c) => AqmConfig::Pred(apply(name, c, opts)?),
         };
         out.validate()?;
         Ok(out)
@@ -292,6 +305,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => c.validate(),
             AqmConfig::Codel(c) => c.validate(),
             AqmConfig::EcnSharp(c) => c.validate(),
+            AqmConfig::Pred(c) => c.validate(),
         };
         r.map_err(AqmConfigError::Invalid)
     }
@@ -317,6 +331,12 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => AqmKind::Tcn(Tcn::new(c.clone())),
             AqmConfig::Codel(c) => AqmKind::Codel(Codel::new(c.clone(), n)),
             AqmConfig::EcnSharp(c) => AqmKind::EcnSharp(EcnSharp::new(c.clone(), n)),
+            AqmConfig::Pred(c) => {
+                if env.rate.bps() == 0 {
+                    return Err(AqmConfigError::NeedsRate);
+                }
+                AqmKind::Pred(Box::new(Pred::new(c.clone(), n, env.rate, env.mtu_bytes)))
+            }
         })
     }
 
@@ -330,6 +350,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => c.describe(),
             AqmConfig::Codel(c) => c.describe(),
             AqmConfig::EcnSharp(c) => c.describe(),
+            AqmConfig::Pred(c) => c.describe(),
         }
     }
 }
@@ -351,6 +372,8 @@ pub enum AqmKind {
     Codel(Codel),
     /// ECN♯.
     EcnSharp(EcnSharp),
+    /// PRED (boxed: its flow counter and QLA state make it the largest).
+    Pred(Box<Pred>),
 }
 
 macro_rules! dispatch {
@@ -363,6 +386,7 @@ macro_rules! dispatch {
             AqmKind::Tcn($a) => $e,
             AqmKind::Codel($a) => $e,
             AqmKind::EcnSharp($a) => $e,
+            AqmKind::Pred($a) => $e,
         }
     };
 }
@@ -383,6 +407,7 @@ impl AqmKind {
             AqmKind::Tcn(_) => "tcn",
             AqmKind::Codel(_) => "codel",
             AqmKind::EcnSharp(_) => "ecn-sharp",
+            AqmKind::Pred(_) => "pred",
         }
     }
     /// The RED instance, for PRED's controller (`set_point_slope`).

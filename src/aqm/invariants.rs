@@ -71,6 +71,23 @@ fn check_state(name: &str, r: &serde_json::Value, now: Nanos) {
                 assert!(k > 0 && k <= 31_250, "{k}");
             }
         }
+        "pred" => {
+            let p = &r["params"];
+            let (lmin, lmax) = (
+                p["lambda_min"].as_f64().unwrap(),
+                p["lambda_max"].as_f64().unwrap(),
+            );
+            let l = r["setting"]["lambda"].as_f64().unwrap();
+            assert!(l >= lmin - 1e-9 && l <= lmax + 1e-9, "{l}");
+            let trial = &r["trial"]["setting"];
+            let n = r["flows"]["n"].as_u64().unwrap().max(1) as f64;
+            let slope = r["slope"].as_f64().unwrap();
+            assert!((slope - trial["lambda"].as_f64().unwrap() * n).abs() < 1e-9);
+            let min_k = r["min_k"].as_u64().unwrap();
+            assert!(min_k >= p["min_k"].as_u64().unwrap() && min_k < p["max_k"].as_u64().unwrap());
+            assert!(r["trial"]["index"].as_u64().unwrap() < 4);
+            assert!(r["last_period"]["q_avg_pkts"].as_f64().unwrap() >= 0.0);
+        }
         "red" => {
             for v in r["slots"].as_array().unwrap() {
                 assert!(v["count"].as_i64().unwrap() >= -1);
@@ -99,7 +116,10 @@ fn run(name: &str, ops: &[Op]) {
     let mut max_port_bytes = 0u64;
     for op in ops {
         match *op {
-            Op::Advance(d) => now += d,
+            Op::Advance(d) => {
+                now += d;
+                aqm.on_tick(now);
+            }
             Op::Round(q) => {
                 if !model.queues[q].is_empty() {
                     aqm.on_round(q, now)

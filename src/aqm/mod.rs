@@ -193,6 +193,7 @@ pub mod flowcount;
 #[cfg(test)]
 mod invariants;
 pub mod mqecn;
+pub mod pred;
 pub mod red;
 pub mod tcn;
 pub mod util;

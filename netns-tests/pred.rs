@@ -1,0 +1,133 @@
+//! Root integration test of PRED (`--aqm pred`, pred.txt §IV) with real
+//! DCTCP hosts: 8 long flows from two senders into one 1 Gbit/s port. PRED
+//! must count the flows (FCS), run its QLA trials, mark, and the senders must
+//! see the marks (TcpExtTCPDeliveredCE). The live `softswitch stats` and the
+//! switch's time series must show N and the slope. Skipped unless root.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{
+    iperf_receiver_bps, ping, run_ok, skip_unless_root, skip_unless_tools, stats_socket,
+    switch_serial, tcp_ext_counter, CpuWatch, SwitchProc, TestTopo,
+};
+
+const SECS: u32 = 8;
+
+#[test]
+fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
+    let name = "pred_counts_flows_and_marks_dctcp_at_the_shaped_rate";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(3);
+    let ts_s = format!("/tmp/{}-pred-ts.csv", t.prefix);
+    let ts_port = format!("/tmp/{}-pred-ts.port.csv", t.prefix);
+    let socket = stats_socket(&t.prefix, "");
+    let sw = SwitchProc::start(
+        &t.switch_ifs(),
+        &[
+            "--rate",
+            "1gbit",
+            "--rtt",
+            "250us",
+            "--aqm",
+            "pred",
+            "--timeseries",
+            &ts_s,
+            "--ts-interval",
+            "10ms",
+        ],
+        &socket,
+        Duration::from_secs(60),
+    );
+    ping(&t.hosts[0], t.hosts[2].ip);
+    ping(&t.hosts[1], t.hosts[2].ip);
+    let ce0 = [
+        tcp_ext_counter(&t.hosts[0], "TCPDeliveredCE"),
+        tcp_ext_counter(&t.hosts[1], "TCPDeliveredCE"),
+    ];
+    let watch = CpuWatch::start(sw.pid());
+    let a = t.iperf_start(0, 2, 5201, SECS, &["-O", "1", "-J", "-P", "4"]);
+    let b = t.iperf_start(1, 2, 5202, SECS, &["-O", "1", "-J", "-P", "4"]);
+    // Live counters while the flows run.
+    std::thread::sleep(Duration::from_secs(SECS as u64 / 2));
+    let live =
+        run_ok(Command::new(env!("CARGO_BIN_EXE_softswitch")).args(["stats", "--socket", &socket]));
+    let out_a = t.wait(a, Duration::from_secs(SECS as u64 + 20));
+    let out_b = t.wait(b, Duration::from_secs(SECS as u64 + 20));
+    let cpu = watch.read();
+    let ce = [
+        tcp_ext_counter(&t.hosts[0], "TCPDeliveredCE") - ce0[0],
+        tcp_ext_counter(&t.hosts[1], "TCPDeliveredCE") - ce0[1],
+    ];
+    let j = sw.stop().assert_clean();
+    let bps = iperf_receiver_bps(&out_a) + iperf_receiver_bps(&out_b);
+    let port = &j["ports"][2];
+    let aqm = &port["aqm"];
+    let marked = &port["egress"]["port"]["marked"];
+    eprintln!(
+        "{name}: goodput {:.0} Mbit/s, sender CE +{ce:?}, marks {marked}; {cpu}\n{}\nlive stats:\n{live}",
+        bps / 1e6,
+        aqm["summary"].as_str().unwrap_or("?"),
+    );
+    assert_eq!(aqm["kind"], "pred", "{aqm}");
+    // FCS: 8 data flows (+ the 2 iperf3 control connections, which send
+    // now and then) into h3's port.
+    let max_flows = aqm["counters"]["max_flows"].as_u64().unwrap();
+    assert!(
+        (8..=12).contains(&max_flows),
+        "FCS counted at most {max_flows} flows, expected 8–10\n{aqm}"
+    );
+    assert!(aqm["flows"]["periods"].as_u64().unwrap() > 1000, "{aqm}");
+    // QLA: T_QLA = 1.25 ms over ≥ 8 s: thousands of trials, one decision per four.
+    let c = &aqm["counters"];
+    let periods = c["qla_periods"].as_u64().unwrap();
+    let decisions: u64 = ["decisions_more", "decisions_less", "decisions_stay"]
+        .iter()
+        .map(|k| c[k].as_u64().unwrap())
+        .sum();
+    assert!(periods > 1000, "{c}");
+    assert_eq!(decisions, periods / 4, "{c}");
+    // Marks at the switch, CE at both senders.
+    let prob = marked["probabilistic"]["pkts"].as_u64().unwrap_or(0);
+    assert!(prob > 0, "no probabilistic marks: {marked}");
+    assert!(ce[0] > 0 && ce[1] > 0, "senders saw CE {ce:?}");
+    // At the shaped rate (loosely: this 2-vCPU machine is shared).
+    assert!(
+        bps > 0.6e9 && bps < 1.0e9,
+        "goodput {:.0} Mbit/s{}",
+        bps / 1e6,
+        if cpu.starved() {
+            "; THE SWITCH WAS STARVED OF CPU"
+        } else {
+            ""
+        }
+    );
+    // Reported live and as a time series.
+    assert!(
+        live.contains("pred: N = "),
+        "stats lacks PRED's line:\n{live}"
+    );
+    let gauges = std::fs::read_to_string(&ts_port).unwrap_or_default();
+    let _ = std::fs::remove_file(&ts_s);
+    let _ = std::fs::remove_file(&ts_port);
+    let n_max = gauges
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.get(1) == Some(&"2") && f.get(2) == Some(&"pred_n_flows"))
+                .then(|| f[3].parse::<f64>().ok())
+                .flatten()
+        })
+        .fold(0.0, f64::max);
+    assert!(
+        n_max >= 8.0,
+        "time series: pred_n_flows of port 2 peaked at {n_max}"
+    );
+    assert!(gauges.contains(",2,pred_slope,"), "no pred_slope gauge");
+}
