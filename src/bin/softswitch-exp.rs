@@ -168,10 +168,20 @@ fn real_main() -> Result<ExitCode, ExitCode> {
     Ok(match cli.cmd {
         Cmd::Check { scenario } => {
             let sc = load(&scenario)?;
+            use std::io::Write;
             let combos = sc.combos();
-            println!("{}: {} combinations", sc.name_or(&scenario), combos.len());
+            // A closed pipe (`| head`) ends the listing, quietly.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "{}: {} combinations",
+                sc.name_or(&scenario),
+                combos.len()
+            );
             for c in combos {
-                println!("  {:>3}  {}", c.index, c.dir);
+                if writeln!(out, "  {:>3}  {}", c.index, c.dir).is_err() {
+                    break;
+                }
             }
             ExitCode::SUCCESS
         }
