@@ -10,7 +10,8 @@
 //! queues = 8
 //! sched = "dwrr"          # sp | dwrr | wfq | sp+dwrr | sp+wfq
 //! quantum = [1514]        # per queue (one value = all queues)
-//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp
+//! classify = "dscp"       # dscp | flow[,temp=0|none][,pass-limit=15140b][,timeout=375us]
+//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp | diffecn
 //! [aqm_opts]              # the AQM's own parameters, e.g.
 //! threshold = "100us"
 //! [port.veth1]            # per-port overrides
@@ -92,6 +93,8 @@ pub struct FileConfig {
     pub sched_bytes: Option<String>,
     /// DSCP → queue map, as on the command line (`mod`, `46=0,10=1`, or 64 numbers).
     pub dscp_map: Option<String>,
+    /// Classifier, as on the command line (`dscp`, `flow,pass-limit=15kb`).
+    pub classify: Option<String>,
     /// Test hook: CE-mark every n-th ECN-capable packet at dequeue.
     pub mark_every: Option<u32>,
     /// Stats socket path.
@@ -318,6 +321,21 @@ impl Settings {
                 "data path: --poll {} (sleeps until just before the next departure while backlogged)\n",
                 self.poll
             ));
+            if let crate::port::Classifier::Flow(f) = &c.classifier {
+                out.push_str(&format!(
+                    "  classify flow: a queue per active flow by 5-tuple{}, {} entries (diffecn.txt §IV-B)\n",
+                    if f.temp_queue {
+                        format!(
+                            "; new flows wait in strict queue 0 when no queue is empty, pass limit {} B, idle timeout {}",
+                            f.pass_limit_bytes,
+                            units::fmt_duration(f.idle_timeout_ns)
+                        )
+                    } else {
+                        "; the shortest queue when none is empty".to_string()
+                    },
+                    (crate::port::flowmap::ENTRIES_PER_QUEUE * c.queues).next_power_of_two(),
+                ));
+            }
         }
         let g = &self.guard;
         out.push_str(&format!(
@@ -428,7 +446,15 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         Some(s) => Some(size_setting("queue-limit", s)?),
         None => None,
     };
-    let sched_name = pick(&args.sched, &file.sched, "dwrr");
+    let aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
+    let diffecn = aqm_name.trim().eq_ignore_ascii_case("diffecn");
+    // DiffECN's QMU keeps queue 0 as a strict temporary queue: with
+    // --aqm diffecn the scheduler defaults to sp+dwrr (strict queue 0).
+    let sched_name = pick(
+        &args.sched,
+        &file.sched,
+        if diffecn { "sp+dwrr" } else { "dwrr" },
+    );
     let mut sched =
         SchedConfig::from_cli(sched_name).map_err(|e| ConfigError::Invalid(e.to_string()))?;
     let sched_err = |e: crate::sched::SchedConfigError| ConfigError::Invalid(e.to_string());
@@ -466,6 +492,22 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         }
         None => Classifier::DscpMod,
     };
+    let classifier = match args.classify.as_ref().or(file.classify.as_ref()) {
+        Some(c) => {
+            Classifier::classify_from_cli(c, classifier, crate::aqm::util::scale_ns(rtt_ns, 1.5))
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?
+        }
+        None if diffecn => Classifier::Flow(crate::port::FlowClassConfig {
+            idle_timeout_ns: crate::aqm::util::scale_ns(rtt_ns, 1.5),
+            ..Default::default()
+        }),
+        None => classifier,
+    };
+    if diffecn && !matches!(classifier, Classifier::Flow(_)) {
+        return Err(ConfigError::Invalid(
+            "--aqm diffecn marks each flow by its own queue's length and needs --classify flow (the default with diffecn; diffecn.txt §IV-B)".into(),
+        ));
+    }
     // Default pass, as the TCN / MQ-ECN prototypes (see `NotEctPolicy`).
     let not_ect = match pick(&args.not_ect, &file.not_ect, "pass") {
         "drop" => NotEctPolicy::Drop,
@@ -476,7 +518,6 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             )))
         }
     };
-    let aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
     let mut aqm_cli = Vec::new();
     for s in &args.aqm_opt {
         let (k, v) = key_value("--aqm-opt", s)?;

@@ -14,12 +14,14 @@
 //! | `tcn` | T = λ·RTT, λ = 1 | tcn.txt §4.1 Eq. 3 |
 //! | `codel` | target = 0.2048·RTT, interval = 4.096·RTT, maxpacket = MTU + 14 (Linux psched_mtu) | tcn.txt §6.1 (51.2 µs / 1024 µs at 250 µs); RFC 8289; Linux codel_impl.h |
 //! | `ecn-sharp` | ins_target = RTT, pst_interval = RTT, pst_target = 0.425·RTT | ecnsharp.txt §3.4, §5.2 |
+//! | `diffecn` | K = 0.17·C·RTT, K_p = K/N_flow, T_period = 1.5·RTT | diffecn.txt Eq. 2, §VI-B |
 //!
 //! Overrides are applied to those defaults, by key, and the result is
 //! validated; an unknown key is an error that lists the valid keys.
 
 use super::codel::{self, Codel};
 use super::dctcp::{self, Dctcp};
+use super::diffecn::{self, DiffEcn};
 use super::droptail::DropTail;
 use super::ecnsharp::{self, EcnSharp};
 use super::mqecn::{self, MqEcn};
@@ -32,7 +34,7 @@ use crate::units::{Nanos, Rate};
 use serde::{Deserialize, Serialize};
 
 /// Names accepted by `--aqm`.
-pub const AQM_NAMES: [&str; 7] = [
+pub const AQM_NAMES: [&str; 8] = [
     "droptail",
     "red",
     "dctcp",
@@ -40,6 +42,7 @@ pub const AQM_NAMES: [&str; 7] = [
     "tcn",
     "codel",
     "ecn-sharp",
+    "diffecn",
 ];
 
 /// What the port tells the AQM about itself.
@@ -125,6 +128,9 @@ pub enum AqmConfig {
     /// ECN♯.
     #[serde(rename = "ecn-sharp")]
     EcnSharp(ecnsharp::Config),
+    /// DiffECN's selective marking unit.
+    #[serde(rename = "diffecn")]
+    DiffEcn(diffecn::Config),
 }
 
 fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
@@ -196,6 +202,7 @@ impl AqmConfig {
             "ecn-sharp" | "ecnsharp" | "ecn#" => {
                 AqmConfig::EcnSharp(ecnsharp::Config::for_rtt(rtt, 1.0))
             }
+            "diffecn" => AqmConfig::DiffEcn(diffecn::Config::for_link(env.rate, rtt)),
             other => return Err(AqmConfigError::UnknownAqm(other.to_string())),
         })
     }
@@ -210,6 +217,7 @@ impl AqmConfig {
             AqmConfig::Tcn(_) => "tcn",
             AqmConfig::Codel(_) => "codel",
             AqmConfig::EcnSharp(_) => "ecn-sharp",
+            AqmConfig::DiffEcn(_) => "diffecn",
         }
     }
 
@@ -223,6 +231,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => to_table(c),
             AqmConfig::Codel(c) => to_table(c),
             AqmConfig::EcnSharp(c) => to_table(c),
+            AqmConfig::DiffEcn(c) => to_table(c),
         };
         t.keys().cloned().collect()
     }
@@ -260,6 +269,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => AqmConfig::Tcn(apply(name, c, opts)?),
             AqmConfig::Codel(c) => AqmConfig::Codel(apply(name, c, opts)?),
             AqmConfig::EcnSharp(c) => AqmConfig::EcnSharp(apply(name, c, opts)?),
+            AqmConfig::DiffEcn(c) => AqmConfig::DiffEcn(apply(name, c, opts)?),
         };
         out.validate()?;
         Ok(out)
@@ -292,6 +302,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => c.validate(),
             AqmConfig::Codel(c) => c.validate(),
             AqmConfig::EcnSharp(c) => c.validate(),
+            AqmConfig::DiffEcn(c) => c.validate(),
         };
         r.map_err(AqmConfigError::Invalid)
     }
@@ -317,6 +328,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => AqmKind::Tcn(Tcn::new(c.clone())),
             AqmConfig::Codel(c) => AqmKind::Codel(Codel::new(c.clone(), n)),
             AqmConfig::EcnSharp(c) => AqmKind::EcnSharp(EcnSharp::new(c.clone(), n)),
+            AqmConfig::DiffEcn(c) => AqmKind::DiffEcn(DiffEcn::new(c.clone(), n, 0)),
         })
     }
 
@@ -330,6 +342,7 @@ impl AqmConfig {
             AqmConfig::Tcn(c) => c.describe(),
             AqmConfig::Codel(c) => c.describe(),
             AqmConfig::EcnSharp(c) => c.describe(),
+            AqmConfig::DiffEcn(c) => c.describe(),
         }
     }
 }
@@ -351,6 +364,8 @@ pub enum AqmKind {
     Codel(Codel),
     /// ECN♯.
     EcnSharp(EcnSharp),
+    /// DiffECN (SMU).
+    DiffEcn(DiffEcn),
 }
 
 macro_rules! dispatch {
@@ -363,6 +378,7 @@ macro_rules! dispatch {
             AqmKind::Tcn($a) => $e,
             AqmKind::Codel($a) => $e,
             AqmKind::EcnSharp($a) => $e,
+            AqmKind::DiffEcn($a) => $e,
         }
     };
 }
@@ -383,6 +399,7 @@ impl AqmKind {
             AqmKind::Tcn(_) => "tcn",
             AqmKind::Codel(_) => "codel",
             AqmKind::EcnSharp(_) => "ecn-sharp",
+            AqmKind::DiffEcn(_) => "diffecn",
         }
     }
     /// The RED instance, for PRED's controller (`set_point_slope`).
