@@ -1,7 +1,7 @@
 //! The egress port, as a switch ASIC has it (SPEC §1, tcn.txt §5):
 //!
 //! ```text
-//! enqueue: classify (DSCP → queue) → size check (TooBig) → shared-buffer
+//! enqueue: classify (DSCP → queue, or per flow: `flowmap`) → size check (TooBig) → shared-buffer
 //!          admission (BufferFull) → per-queue limit (QueueLimit)
 //!          → enqueue AQM verdict → queue (scheduler told)
 //! dequeue: scheduler selects a queue → shaper gates its head
@@ -42,6 +42,8 @@
 mod config;
 mod counters;
 pub mod flowmap;
+#[cfg(test)]
+mod flowtests;
 #[cfg(test)]
 mod tests;
 
