@@ -165,5 +165,89 @@ fn bench_aqms(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_port, bench_aqms);
+/// Per-flow queues (DiffECN's QMU, `--classify flow`) against the DSCP
+/// classifier, under SP+DWRR, with drop-tail or DiffECN: `port.enqueue`
+/// classifies every packet. `flows` long flows take turns (a standing queue
+/// of 4 frames each, so every flow keeps its queue: the steady-state lookup
+/// cost; no table churn).
+fn bench_per_flow(c: &mut Criterion) {
+    use softswitch::aqm::{AqmConfig, AqmEnv, AqmKind};
+    use softswitch::port::{Classifier, FlowClassConfig};
+    let mut g = c.benchmark_group("per-flow");
+    g.throughput(Throughput::Elements(1));
+    g.warm_up_time(std::time::Duration::from_millis(300));
+    g.measurement_time(std::time::Duration::from_millis(800));
+    for queues in [32usize, 128] {
+        let flows = queues - 1;
+        for (classify, aqm_name) in [
+            ("dscp", "droptail"),
+            ("flow", "droptail"),
+            ("flow", "diffecn"),
+            ("dscp", "dctcp"),
+        ] {
+            let env = AqmEnv {
+                rate: Rate::gbit(1),
+                rtt_ns: 250_000,
+                num_queues: queues,
+                mtu_bytes: 1500,
+                quanta: None,
+            };
+            let aqm: AqmKind = AqmConfig::defaults_for(aqm_name, &env)
+                .and_then(|c| c.build(&env))
+                .unwrap();
+            let cfg = PortConfig {
+                rate: Rate::from_bps(0),
+                queues,
+                buffer_bytes: 64 << 20,
+                sched: SchedConfig::new(SchedName::SpDwrr),
+                classifier: if classify == "flow" {
+                    Classifier::Flow(FlowClassConfig::default())
+                } else {
+                    Classifier::DscpMod
+                },
+                ..Default::default()
+            };
+            let mut port = EgressPort::new(cfg, aqm, 0, 1).unwrap();
+            let mut store = VecStore::new();
+            let sizes = [1514u32, 1514, 576, 64];
+            let flow_l3 = |f: usize| {
+                let mut l = l3((f % 64) as u8);
+                l.flow_hash = (f as u32).wrapping_mul(0x9e37_79b1);
+                l
+            };
+            for i in 0..flows * 4 {
+                let len = sizes[i % sizes.len()];
+                let f = store.insert(ipv4_frame(len));
+                port.enqueue(
+                    Packet::new(f, len, Some(flow_l3(i % flows)), 0),
+                    0,
+                    &mut store,
+                );
+            }
+            let mut now = 0u64;
+            let mut next = 0usize;
+            let id = format!("{classify}/{aqm_name}");
+            g.bench_with_input(BenchmarkId::new(id, queues), &queues, |b, _| {
+                b.iter(|| {
+                    now += 1_000;
+                    next = (next + 1) % flows;
+                    let p = match port.dequeue(now, &mut store) {
+                        Some(mut p) => {
+                            p.l3 = Some(flow_l3(next));
+                            p
+                        }
+                        None => {
+                            let f = store.insert(ipv4_frame(1514));
+                            Packet::new(f, 1514, Some(flow_l3(next)), 0)
+                        }
+                    };
+                    port.enqueue(black_box(p), now, &mut store);
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_port, bench_aqms, bench_per_flow);
 criterion_main!(benches);

@@ -152,7 +152,10 @@ pub struct RunArgs {
     /// DSCP → queue map: `mod` (default: DSCP mod queues), `46=0,10=1` pairs, or 64 queue numbers.
     #[arg(long)]
     pub dscp_map: Option<String>,
-    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred.
+    /// Classifier: `dscp` (the DSCP map, default) or `flow[,temp=0|none][,pass-limit=SIZE][,timeout=TIME]` (per-flow queues by 5-tuple, DiffECN's QMU; the default with --aqm diffecn).
+    #[arg(long)]
+    pub classify: Option<String>,
+    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred, diffecn.
     #[arg(long)]
     pub aqm: Option<String>,
     /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.

@@ -10,7 +10,8 @@
 //! queues = 8
 //! sched = "dwrr"          # sp | dwrr | wfq | sp+dwrr | sp+wfq
 //! quantum = [1514]        # per queue (one value = all queues)
-//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp | pred
+//! classify = "dscp"       # dscp | flow[,temp=0|none][,pass-limit=15140b][,timeout=375us]
+//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp | pred | diffecn
 //! [aqm_opts]              # the AQM's own parameters, e.g.
 //! threshold = "100us"
 //! [port.veth1]            # per-port overrides
@@ -92,6 +93,8 @@ pub struct FileConfig {
     pub sched_bytes: Option<String>,
     /// DSCP → queue map, as on the command line (`mod`, `46=0,10=1`, or 64 numbers).
     pub dscp_map: Option<String>,
+    /// Classifier, as on the command line (`dscp`, `flow,pass-limit=15kb`).
+    pub classify: Option<String>,
     /// Test hook: CE-mark every n-th ECN-capable packet at dequeue.
     pub mark_every: Option<u32>,
     /// Stats socket path.
@@ -312,6 +315,21 @@ impl Settings {
                     NotEctPolicy::Drop => "drop",
                 },
             ));
+            if let crate::port::Classifier::Flow(f) = &c.classifier {
+                out.push_str(&format!(
+                    "  classify flow: a queue per active flow by 5-tuple{}, {} entries (diffecn.txt §IV-B)\n",
+                    if f.temp_queue {
+                        format!(
+                            "; new flows wait in strict queue 0 when no queue is empty, pass limit {} B, idle timeout {}",
+                            f.pass_limit_bytes,
+                            units::fmt_duration(f.idle_timeout_ns)
+                        )
+                    } else {
+                        "; the shortest queue when none is empty".to_string()
+                    },
+                    (crate::port::flowmap::ENTRIES_PER_QUEUE * c.queues).next_power_of_two(),
+                ));
+            }
         }
         if self.poll != crate::poll::PollMode::Busy {
             out.push_str(&format!(
@@ -403,7 +421,21 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         }
     }
 
-    let queues = args.queues.or(file.queues).unwrap_or(1);
+    let aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
+    let diffecn = aqm_name.trim().eq_ignore_ascii_case("diffecn");
+    let per_flow = diffecn
+        || args
+            .classify
+            .as_ref()
+            .or(file.classify.as_ref())
+            .is_some_and(|c| c.trim().starts_with("flow"));
+    // Per-flow queues need queues to give out: 8 (a switch port's usual
+    // count) unless --queues says otherwise.
+    let queues = args.queues.or(file.queues).unwrap_or(if per_flow {
+        crate::port::DEFAULT_QUEUES
+    } else {
+        1
+    });
     if !(1..=128).contains(&queues) {
         return Err(ConfigError::Invalid(format!(
             "--queues {queues}: a port has 1 to 128 queues"
@@ -428,7 +460,36 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         Some(s) => Some(size_setting("queue-limit", s)?),
         None => None,
     };
-    let sched_name = pick(&args.sched, &file.sched, "dwrr");
+    let classifier = match args.dscp_map.as_ref().or(file.dscp_map.as_ref()) {
+        Some(m) => {
+            Classifier::from_cli(m, queues).map_err(|e| ConfigError::Invalid(e.to_string()))?
+        }
+        None => Classifier::DscpMod,
+    };
+    let classifier = match args.classify.as_ref().or(file.classify.as_ref()) {
+        Some(c) => {
+            Classifier::classify_from_cli(c, classifier, crate::aqm::util::scale_ns(rtt_ns, 1.5))
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?
+        }
+        None if diffecn => Classifier::Flow(crate::port::FlowClassConfig {
+            idle_timeout_ns: crate::aqm::util::scale_ns(rtt_ns, 1.5),
+            ..Default::default()
+        }),
+        None => classifier,
+    };
+    if diffecn && !matches!(classifier, Classifier::Flow(_)) {
+        return Err(ConfigError::Invalid(
+            "--aqm diffecn marks each flow by its own queue's length and needs --classify flow (the default with diffecn; diffecn.txt §IV-B)".into(),
+        ));
+    }
+    // DiffECN's QMU keeps queue 0 as a strict temporary queue: with it the
+    // scheduler defaults to sp+dwrr (strict queue 0).
+    let temp_queue = matches!(classifier, Classifier::Flow(f) if f.temp_queue);
+    let sched_name = pick(
+        &args.sched,
+        &file.sched,
+        if temp_queue { "sp+dwrr" } else { "dwrr" },
+    );
     let mut sched =
         SchedConfig::from_cli(sched_name).map_err(|e| ConfigError::Invalid(e.to_string()))?;
     let sched_err = |e: crate::sched::SchedConfigError| ConfigError::Invalid(e.to_string());
@@ -460,12 +521,6 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         sched.set_wfq_vtime_str(v).map_err(sched_err)?;
     }
     sched.validate(queues).map_err(sched_err)?;
-    let classifier = match args.dscp_map.as_ref().or(file.dscp_map.as_ref()) {
-        Some(m) => {
-            Classifier::from_cli(m, queues).map_err(|e| ConfigError::Invalid(e.to_string()))?
-        }
-        None => Classifier::DscpMod,
-    };
     // Default pass, as the TCN / MQ-ECN prototypes (see `NotEctPolicy`).
     let not_ect = match pick(&args.not_ect, &file.not_ect, "pass") {
         "drop" => NotEctPolicy::Drop,
@@ -476,7 +531,6 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             )))
         }
     };
-    let aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
     let mut aqm_cli = Vec::new();
     for s in &args.aqm_opt {
         let (k, v) = key_value("--aqm-opt", s)?;
@@ -781,6 +835,86 @@ mod tests {
         let s = resolve(&args(&["--config", f.to_str().unwrap(), "--rate", "1gbit"])).unwrap();
         assert_eq!(s.ports[0].port.rate, Rate::gbit(1));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn diffecn_defaults_to_per_flow_queues_and_a_strict_temporary_queue() {
+        let s = resolve(&args(&[
+            "--ports", "a", "--aqm", "diffecn", "--rtt", "200us",
+        ]))
+        .unwrap();
+        let p = &s.ports[0].port;
+        assert_eq!(p.queues, 8);
+        assert_eq!(p.sched.kind, crate::sched::SchedName::SpDwrr);
+        let Classifier::Flow(f) = &p.classifier else {
+            panic!("{:?}", p.classifier)
+        };
+        assert_eq!((f.temp_queue, f.idle_timeout_ns), (true, 300_000));
+        let AqmConfig::DiffEcn(d) = &s.ports[0].aqm else {
+            panic!()
+        };
+        // K = 0.17 · 1 Gbit/s · 200 µs, T = 1.5 · 200 µs.
+        assert_eq!((d.k, d.period), (4_250, 300_000));
+        let text = s.describe();
+        assert!(
+            text.contains("diffecn: mark at dequeue") && text.contains("K = 4250 B"),
+            "{text}"
+        );
+        assert!(
+            text.contains("classify flow: a queue per active flow"),
+            "{text}"
+        );
+        // Options and the config file.
+        let s = resolve(&args(&[
+            "--ports",
+            "a",
+            "--aqm",
+            "diffecn",
+            "--queues",
+            "32",
+            "--classify",
+            "flow,pass-limit=3000",
+            "--aqm-opt",
+            "k=10kb",
+        ]))
+        .unwrap();
+        let Classifier::Flow(f) = &s.ports[0].port.classifier else {
+            panic!()
+        };
+        assert_eq!((s.ports[0].port.queues, f.pass_limit_bytes), (32, 3000));
+        let c = FileConfig::parse("classify = \"flow,temp=none\"\nsched = \"dwrr\"\n").unwrap();
+        assert_eq!(c.classify.as_deref(), Some("flow,temp=none"));
+        // Per-flow queues with another AQM (per-port DCTCP-ECN over them).
+        let s = resolve(&args(&[
+            "--ports",
+            "a",
+            "--classify",
+            "flow",
+            "--sched",
+            "sp+dwrr",
+            "--aqm",
+            "dctcp",
+        ]))
+        .unwrap();
+        assert!(matches!(s.ports[0].port.classifier, Classifier::Flow(_)));
+        let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
+        assert!(
+            e(&["--ports", "a", "--aqm", "diffecn", "--classify", "dscp"])
+                .contains("--classify flow")
+        );
+        assert!(
+            e(&["--ports", "a", "--aqm", "diffecn", "--sched", "dwrr"]).contains("--sched sp+dwrr")
+        );
+        assert!(e(&["--ports", "a", "--classify", "flow", "--sched", "wfq"])
+            .contains("--sched sp+dwrr"));
+        let s = resolve(&args(&["--ports", "a", "--classify", "flow"])).unwrap();
+        assert_eq!(s.ports[0].port.sched.kind, crate::sched::SchedName::SpDwrr);
+        let s = resolve(&args(&["--ports", "a", "--classify", "flow,temp=none"])).unwrap();
+        assert_eq!(s.ports[0].port.sched.kind, crate::sched::SchedName::Dwrr);
+        assert!(e(&["--ports", "a", "--classify", "flow,bogus=1"]).contains("--classify"));
+        assert!(
+            e(&["--ports", "a", "--aqm", "diffecn", "--aqm-opt", "period=0"]).contains("period")
+        );
     }
 
     #[test]

@@ -193,6 +193,7 @@ pub fn snapshot(
                 "backlog_pkts": p.egress.backlog_pkts(),
                 "on_wire_pkts": p.wire.len(),
                 "aqm": p.egress.aqm().report(),
+                "classifier": p.egress.classifier_report(),
                 "link": {
                     "busy_ns": l.busy_ns,
                     "lost_ns": l.lost_ns,

@@ -39,6 +39,40 @@ fn reasons(v: &Value) -> String {
     }
 }
 
+/// The per-flow classifier's moves and DiffECN's N_flow / K_p (empty for
+/// other ports).
+fn diffecn_lines(p: &Value) -> String {
+    let mut out = String::new();
+    let c = &p["classifier"]["counters"];
+    if c.is_object() {
+        out.push_str(&format!(
+            "  flows: new to empty queue {}, to temporary queue {}, to shortest queue {} | moved out of the temporary queue: probe {}, pass limit {} | expired {} | index collisions {}\n",
+            u(&c["new_to_empty"]),
+            u(&c["new_to_temp"]),
+            u(&c["new_to_shortest"]),
+            u(&c["moved_probe"]),
+            u(&c["moved_pass_limit"]),
+            u(&c["expired"]),
+            u(&c["collisions"]),
+        ));
+    }
+    let a = &p["aqm"];
+    if a["kind"].as_str() == Some("diffecn") {
+        out.push_str(&format!(
+            "  diffecn: N_flow {} (last period {}, this one {}, max {}) K_p {} B | {} periods | marks {} of {} packets\n",
+            u(&a["n_flow"]),
+            u(&a["n_last"]),
+            u(&a["n_now"]),
+            u(&a["counters"]["max_n_flow"]),
+            u(&a["k_p_bytes"]),
+            u(&a["periods"]),
+            u(&a["counters"]["marks"]),
+            u(&a["counters"]["packets"]),
+        ));
+    }
+    out
+}
+
 /// Renders a snapshot (see `dataplane::snapshot`) as a table.
 pub fn render(snap: &Value) -> String {
     let mut out = String::new();
@@ -107,6 +141,7 @@ pub fn render(snap: &Value) -> String {
         if let Some(sum) = p["aqm"]["summary"].as_str() {
             out.push_str(&format!("  {sum}\n"));
         }
+        out.push_str(&diffecn_lines(p));
         let s = &eg["sojourn"];
         out.push_str(&format!(
             "  sojourn: p50 {:.1} us p99 {:.1} us max {:.1} us | max backlog {} B\n",
@@ -229,6 +264,15 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("fidelity: NOT FAITHFUL"), "{t}");
+        assert!(!t.contains("diffecn") && !t.contains("flows:"), "{t}");
+        snap["ports"][0]["classifier"] = serde_json::json!({"kind": "flow", "counters": {
+            "new_to_empty": 5, "new_to_temp": 2, "new_to_shortest": 0, "moved_probe": 1,
+            "moved_pass_limit": 1, "expired": 3, "collisions": 0, "non_ip": 0}});
+        snap["ports"][0]["aqm"] = serde_json::json!({"kind": "diffecn", "n_flow": 4, "n_last": 4,
+            "n_now": 2, "k_p_bytes": 1328, "periods": 100, "counters": {"packets": 900, "marks": 30, "max_n_flow": 5}});
+        let t = render(&snap);
+        assert!(t.contains("  flows: new to empty queue 5, to temporary queue 2, to shortest queue 0 | moved out of the temporary queue: probe 1, pass limit 1 | expired 3"), "{t}");
+        assert!(t.contains("  diffecn: N_flow 4 (last period 4, this one 2, max 5) K_p 1328 B | 100 periods | marks 30 of 900 packets"), "{t}");
         assert!(t.contains("  - port veth0 lost 2.0 %"), "{t}");
     }
 }

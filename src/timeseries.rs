@@ -135,6 +135,9 @@ pub fn sample<A: Aqm>(
         gauge("link_lost_us", link.lost_ns as f64 / 1e3);
         gauge("link_excess_pkts", link.excess_pkts as f64);
         port.egress.aqm().gauges(&mut gauge);
+        if let Some(f) = port.egress.flows() {
+            f.gauges(&mut gauge);
+        }
         for (q, c) in port.egress.counters().queues.iter().enumerate() {
             out.queues.push(Sample {
                 t_ns: now,

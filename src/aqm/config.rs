@@ -15,12 +15,14 @@
 //! | `codel` | target = 0.2048·RTT, interval = 4.096·RTT, maxpacket = MTU + 14 (Linux psched_mtu) | tcn.txt §6.1 (51.2 µs / 1024 µs at 250 µs); RFC 8289; Linux codel_impl.h |
 //! | `ecn-sharp` | ins_target = RTT, pst_interval = RTT, pst_target = 0.425·RTT | ecnsharp.txt §3.4, §5.2 |
 //! | `pred` | λ_QLA = 0.1/pkt, T_FCS = 1.25·RTT, T_QLA = 5·RTT, β = 0.4, Δλ = 0.025, λ_min = 0.05; min_K 10, q_left 15, Δmin_K 5 pkts, max_K 500 KB scaled by C·RTT/100 KB | pred.txt §IV-C, §VI |
+//! | `diffecn` | K = 0.17·C·RTT, K_p = K/N_flow, T_period = 1.5·RTT | diffecn.txt Eq. 2, §VI-B |
 //!
 //! Overrides are applied to those defaults, by key, and the result is
 //! validated; an unknown key is an error that lists the valid keys.
 
 use super::codel::{self, Codel};
 use super::dctcp::{self, Dctcp};
+use super::diffecn::{self, DiffEcn};
 use super::droptail::DropTail;
 use super::ecnsharp::{self, EcnSharp};
 use super::mqecn::{self, MqEcn};
@@ -34,7 +36,7 @@ use crate::units::{Nanos, Rate};
 use serde::{Deserialize, Serialize};
 
 /// Names accepted by `--aqm`.
-pub const AQM_NAMES: [&str; 8] = [
+pub const AQM_NAMES: [&str; 9] = [
     "droptail",
     "red",
     "dctcp",
@@ -43,6 +45,7 @@ pub const AQM_NAMES: [&str; 8] = [
     "codel",
     "ecn-sharp",
     "pred",
+    "diffecn",
 ];
 
 /// What the port tells the AQM about itself.
@@ -134,6 +137,9 @@ pub enum AqmConfig {
     /// PRED.
     #[serde(rename = "pred")]
     Pred(pred::Config),
+    /// DiffECN's selective marking unit.
+    #[serde(rename = "diffecn")]
+    DiffEcn(diffecn::Config),
 }
 
 fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
@@ -206,6 +212,7 @@ impl AqmConfig {
                 AqmConfig::EcnSharp(ecnsharp::Config::for_rtt(rtt, 1.0))
             }
             "pred" => AqmConfig::Pred(pred::Config::for_link(env.rate, rtt, env.mtu_bytes)),
+            "diffecn" => AqmConfig::DiffEcn(diffecn::Config::for_link(env.rate, rtt)),
             other => return Err(AqmConfigError::UnknownAqm(other.to_string())),
         })
     }
@@ -221,6 +228,7 @@ impl AqmConfig {
             AqmConfig::Codel(_) => "codel",
             AqmConfig::EcnSharp(_) => "ecn-sharp",
             AqmConfig::Pred(_) => "pred",
+            AqmConfig::DiffEcn(_) => "diffecn",
         }
     }
 
@@ -235,6 +243,7 @@ impl AqmConfig {
             AqmConfig::Codel(c) => to_table(c),
             AqmConfig::EcnSharp(c) => to_table(c),
             AqmConfig::Pred(c) => to_table(c),
+            AqmConfig::DiffEcn(c) => to_table(c),
         };
         t.keys().cloned().collect()
     }
@@ -273,6 +282,7 @@ impl AqmConfig {
             AqmConfig::Codel(c) => AqmConfig::Codel(apply(name, c, opts)?),
             AqmConfig::EcnSharp(c) => AqmConfig::EcnSharp(apply(name, c, opts)?),
             AqmConfig::Pred(c) => AqmConfig::Pred(apply(name, c, opts)?),
+            AqmConfig::DiffEcn(c) => AqmConfig::DiffEcn(apply(name, c, opts)?),
         };
         out.validate()?;
         Ok(out)
@@ -306,6 +316,7 @@ impl AqmConfig {
             AqmConfig::Codel(c) => c.validate(),
             AqmConfig::EcnSharp(c) => c.validate(),
             AqmConfig::Pred(c) => c.validate(),
+            AqmConfig::DiffEcn(c) => c.validate(),
         };
         r.map_err(AqmConfigError::Invalid)
     }
@@ -337,6 +348,7 @@ impl AqmConfig {
                 }
                 AqmKind::Pred(Box::new(Pred::new(c.clone(), n, env.rate, env.mtu_bytes)))
             }
+            AqmConfig::DiffEcn(c) => AqmKind::DiffEcn(DiffEcn::new(c.clone(), n, 0)),
         })
     }
 
@@ -351,6 +363,7 @@ impl AqmConfig {
             AqmConfig::Codel(c) => c.describe(),
             AqmConfig::EcnSharp(c) => c.describe(),
             AqmConfig::Pred(c) => c.describe(),
+            AqmConfig::DiffEcn(c) => c.describe(),
         }
     }
 }
@@ -374,6 +387,8 @@ pub enum AqmKind {
     EcnSharp(EcnSharp),
     /// PRED (boxed: its flow counter and QLA state make it the largest).
     Pred(Box<Pred>),
+    /// DiffECN (SMU).
+    DiffEcn(DiffEcn),
 }
 
 macro_rules! dispatch {
@@ -387,6 +402,7 @@ macro_rules! dispatch {
             AqmKind::Codel($a) => $e,
             AqmKind::EcnSharp($a) => $e,
             AqmKind::Pred($a) => $e,
+            AqmKind::DiffEcn($a) => $e,
         }
     };
 }
@@ -408,6 +424,7 @@ impl AqmKind {
             AqmKind::Codel(_) => "codel",
             AqmKind::EcnSharp(_) => "ecn-sharp",
             AqmKind::Pred(_) => "pred",
+            AqmKind::DiffEcn(_) => "diffecn",
         }
     }
     /// The RED instance, for PRED's controller (`set_point_slope`).

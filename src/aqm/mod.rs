@@ -187,6 +187,7 @@ pub trait Aqm {
 pub mod codel;
 pub mod config;
 pub mod dctcp;
+pub mod diffecn;
 pub mod droptail;
 pub mod ecnsharp;
 pub mod flowcount;

@@ -5,6 +5,8 @@ use crate::sched::{SchedConfig, SchedConfigError, MAX_QUEUES};
 use crate::shaper::{TokenBucket, DEFAULT_BUCKET_BYTES, ETHERNET_WIRE_OVERHEAD};
 use crate::units::{Nanos, Rate};
 
+use super::flowmap::FlowClassConfig;
+
 /// Default shared buffer per port: 96 KB, as the TCN testbed at 1 Gbit/s
 /// (tcn.txt §6.1: "Each switch port has a 96KB buffer which is completely
 /// shared by all the queues").
@@ -20,7 +22,7 @@ pub const DEFAULT_QUEUES: usize = 8;
 /// Shortest frame the port accepts: one Ethernet header.
 pub const MIN_FRAME_BYTES: u32 = 14;
 
-/// DSCP → queue mapping (SPEC §1 "Classification").
+/// Packet → queue mapping (SPEC §1 "Classification", §5).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum Classifier {
     /// queue = DSCP mod number of queues (the default).
@@ -28,6 +30,8 @@ pub enum Classifier {
     DscpMod,
     /// An explicit 64-entry table: entry `d` is the queue of DSCP `d`.
     Map(Vec<u16>),
+    /// Per-flow allocation by 5-tuple hash (DiffECN's QMU, `port::flowmap`).
+    Flow(FlowClassConfig),
 }
 
 impl Classifier {
@@ -38,6 +42,7 @@ impl Classifier {
             *e = match self {
                 Classifier::DscpMod => (d % queues) as u16,
                 Classifier::Map(m) => m.get(d).copied().unwrap_or(0),
+                Classifier::Flow(_) => 0,
             };
         }
         t
@@ -69,6 +74,61 @@ impl Classifier {
             .map(|p| p.trim().parse().map_err(|_| bad()))
             .collect::<Result<_, _>>()?;
         Ok(Classifier::Map(v))
+    }
+}
+
+impl Classifier {
+    /// From `--classify`: `dscp` (the DSCP map decides, the default) or
+    /// `flow[,temp=0|none][,pass-limit=SIZE][,timeout=TIME]` (per-flow
+    /// allocation; `temp=0` keeps queue 0 as the strict temporary queue,
+    /// the default; `none` has no temporary queue). `dscp_map` is the
+    /// `--dscp-map` classifier used with `dscp`.
+    pub fn classify_from_cli(
+        s: &str,
+        dscp_map: Classifier,
+        default_timeout_ns: Nanos,
+    ) -> Result<Classifier, PortConfigError> {
+        let bad = |why: &str| PortConfigError::BadClassify(s.to_string(), why.to_string());
+        let mut parts = s.split(',').map(str::trim);
+        match parts.next().unwrap_or("").to_ascii_lowercase().as_str() {
+            "dscp" | "" => {
+                if parts.next().is_some() {
+                    return Err(bad("dscp takes no options (use --dscp-map)"));
+                }
+                Ok(dscp_map)
+            }
+            "flow" | "per-flow" => {
+                let mut c = FlowClassConfig {
+                    idle_timeout_ns: default_timeout_ns,
+                    ..Default::default()
+                };
+                for p in parts {
+                    let (k, v) = p
+                        .split_once('=')
+                        .ok_or_else(|| bad("options are key=value"))?;
+                    match k.trim().replace('_', "-").as_str() {
+                        "temp" => {
+                            c.temp_queue = match v.trim() {
+                                "0" => true,
+                                "none" | "off" => false,
+                                _ => return Err(bad("temp is 0 (queue 0) or none")),
+                            }
+                        }
+                        "pass-limit" => {
+                            c.pass_limit_bytes = crate::units::parse_size(v)
+                                .map_err(|e| bad(&format!("pass-limit: {e}")))?
+                        }
+                        "timeout" => {
+                            c.idle_timeout_ns = crate::units::parse_duration(v)
+                                .map_err(|e| bad(&format!("timeout: {e}")))?
+                        }
+                        _ => return Err(bad("flow options are temp, pass-limit, timeout")),
+                    }
+                }
+                Ok(Classifier::Flow(c))
+            }
+            _ => Err(bad("use dscp or flow")),
+        }
     }
 }
 
@@ -188,6 +248,15 @@ pub enum PortConfigError {
         /// Number of queues.
         queues: usize,
     },
+    /// Unreadable `--classify`.
+    #[error("--classify {0:?}: {1}; write dscp, or flow[,temp=0|none][,pass-limit=15140b][,timeout=375us]")]
+    BadClassify(String, String),
+    /// Per-flow classifier with a temporary queue that is not strict.
+    #[error("--classify flow keeps queue 0 as the strict-priority temporary queue for new flows (diffecn.txt §IV-B), but {0}; use --sched sp+dwrr (strict queue 0, the default) or --classify flow,temp=none")]
+    TempQueueNotStrict(String),
+    /// Per-flow classifier parameters out of range.
+    #[error("--classify flow: {0}")]
+    FlowParams(String),
     /// Unreadable map string.
     #[error("cannot read DSCP map {0:?}: write 'mod', dscp=queue pairs like 46=0,10=1, or 64 queue numbers separated by commas")]
     BadMap(String),
@@ -248,6 +317,34 @@ impl PortConfig {
                     queue,
                     queues: self.queues,
                 });
+            }
+        }
+        if let Classifier::Flow(f) = &self.classifier {
+            if f.temp_queue {
+                if self.queues < 2 {
+                    return Err(PortConfigError::FlowParams(
+                        "a temporary queue needs at least 2 queues (--queues 8..128)".into(),
+                    ));
+                }
+                match self.sched.top_priority_queue(self.queues) {
+                    Some(0) => {}
+                    Some(q) => {
+                        return Err(PortConfigError::TempQueueNotStrict(format!(
+                            "queue {q} has the highest priority"
+                        )))
+                    }
+                    None => {
+                        return Err(PortConfigError::TempQueueNotStrict(format!(
+                            "--sched {} has no strict queue",
+                            self.sched.kind.as_str()
+                        )))
+                    }
+                }
+                if f.idle_timeout_ns == 0 {
+                    return Err(PortConfigError::FlowParams(
+                        "timeout must be > 0 (default 1.5 RTT)".into(),
+                    ));
+                }
             }
         }
         if self.mark_every == Some(0) {

@@ -1,7 +1,7 @@
 //! The egress port, as a switch ASIC has it (SPEC §1, tcn.txt §5):
 //!
 //! ```text
-//! enqueue: classify (DSCP → queue) → size check (TooBig) → shared-buffer
+//! enqueue: classify (DSCP → queue, or per flow: `flowmap`) → size check (TooBig) → shared-buffer
 //!          admission (BufferFull) → per-queue limit (QueueLimit)
 //!          → enqueue AQM verdict → queue (scheduler told)
 //! dequeue: scheduler selects a queue → shaper gates its head
@@ -41,6 +41,9 @@
 
 mod config;
 mod counters;
+pub mod flowmap;
+#[cfg(test)]
+mod flowtests;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +54,7 @@ pub use config::{
     DEFAULT_MTU_FRAME_BYTES, DEFAULT_QUEUES, MIN_FRAME_BYTES,
 };
 pub use counters::{DropCounts, MarkCounts, PktBytes, PortCounters, QueueCounters, Sojourn};
+pub use flowmap::{FlowClassConfig, FlowCounters, FlowMap};
 
 use crate::aqm::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};
 use crate::capture::PortTrace;
@@ -90,6 +94,8 @@ pub struct EgressPort<A: Aqm> {
     tb: TokenBucket,
     sched: SchedKind,
     classify: [u16; 64],
+    /// Per-flow allocation (`Classifier::Flow`), told when a queue empties.
+    flows: Option<FlowMap>,
     queues: Queues,
     backlog_bytes: u64,
     backlog_pkts: u32,
@@ -115,6 +121,10 @@ impl<A: Aqm> EgressPort<A> {
             tb: TokenBucket::new(cfg.rate, cfg.bucket_bytes, cfg.overhead_bytes, now)
                 .with_catchup(cfg.catchup_ns),
             classify: cfg.classifier.table(cfg.queues),
+            flows: match &cfg.classifier {
+                Classifier::Flow(f) => Some(FlowMap::new(*f, cfg.queues)),
+                _ => None,
+            },
             queues: Queues {
                 q: (0..cfg.queues)
                     .map(|_| VecDeque::with_capacity(cap))
@@ -137,7 +147,16 @@ impl<A: Aqm> EgressPort<A> {
     /// Queue a frame, or drop it (frame released to `store`, counted by
     /// reason). Sets `pkt.queue` and `pkt.enqueue_ns = now`.
     pub fn enqueue<S: FrameStore>(&mut self, pkt: Packet, now: Nanos, store: &mut S) {
-        let q = self.classify[(pkt.dscp() & 63) as usize] as usize;
+        let q = match &mut self.flows {
+            Some(f) => f.classify(
+                pkt.l3.map(|l| l.flow_hash),
+                pkt.len,
+                now,
+                self.queues.nonempty,
+                &self.queues.bytes,
+            ),
+            None => self.classify[(pkt.dscp() & 63) as usize] as usize,
+        };
         self.enqueue_to(pkt, q, now, store);
     }
 
@@ -174,12 +193,14 @@ impl<A: Aqm> EgressPort<A> {
         };
         if let Some(r) = reject {
             self.drop_frame(&pkt, r, store);
+            self.unclaim_if_empty(q);
             return;
         }
 
         let ctx = self.ctx(q);
         let verdict = self.aqm.on_enqueue(&pkt, &ctx, now, &mut self.rng);
         if !self.apply(&mut pkt, verdict, store) {
+            self.unclaim_if_empty(q);
             return;
         }
         if let Some(t) = self.trace.as_deref_mut() {
@@ -230,6 +251,9 @@ impl<A: Aqm> EgressPort<A> {
             self.queues.bytes[q] -= len as u64;
             if left_empty {
                 self.queues.nonempty &= !(1 << q);
+                if let Some(f) = &mut self.flows {
+                    f.on_queue_empty(q);
+                }
             }
             self.backlog_bytes -= len as u64;
             self.backlog_pkts -= 1;
@@ -334,6 +358,27 @@ impl<A: Aqm> EgressPort<A> {
     pub fn trace_mut(&mut self) -> Option<&mut PortTrace> {
         self.trace.as_deref_mut()
     }
+    /// The per-flow classifier's table and counters (`Classifier::Flow`).
+    pub fn flows(&self) -> Option<&FlowMap> {
+        self.flows.as_ref()
+    }
+    /// JSON of the classifier for the stats snapshot (None: DSCP classifier).
+    pub fn classifier_report(&self) -> Option<serde_json::Value> {
+        self.flows.as_ref().map(|f| f.report())
+    }
+
+    /// A packet the classifier placed in `q` was dropped: if `q` holds
+    /// nothing, the flow assigned to it has no packet there, so the
+    /// assignment expires (another flow may take the empty queue).
+    #[inline]
+    fn unclaim_if_empty(&mut self, q: usize) {
+        if let Some(f) = &mut self.flows {
+            if self.queues.q[q].is_empty() {
+                f.on_queue_empty(q);
+            }
+        }
+    }
+
     /// The queue a packet with `dscp` goes to.
     pub fn queue_of_dscp(&self, dscp: u8) -> usize {
         self.classify[(dscp & 63) as usize] as usize
@@ -349,6 +394,9 @@ impl<A: Aqm> EgressPort<A> {
             }
             self.queues.bytes[q] = 0;
             self.counters.queues[q].reset_backlog();
+            if let Some(f) = &mut self.flows {
+                f.on_queue_empty(q);
+            }
         }
         self.counters.port.reset_backlog();
         self.queues.nonempty = 0;

@@ -26,7 +26,7 @@ fn ipv4_checksum(h: &[u8]) -> u16 {
 
 /// A valid Ethernet + IPv4 + TCP frame of `len` bytes (≥ 54) with `dscp` and
 /// ECN bits `ecn`, and the `L3Info` ingress would have parsed from it.
-fn tcp_frame(len: u32, dscp: u8, ecn: Ecn) -> (Vec<u8>, L3Info) {
+pub(super) fn tcp_frame(len: u32, dscp: u8, ecn: Ecn) -> (Vec<u8>, L3Info) {
     assert!(len >= 54);
     let mut f = vec![0u8; len as usize];
     f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
@@ -70,7 +70,7 @@ fn pkt(store: &mut VecStore, len: u32, dscp: u8, ecn: Ecn) -> Packet {
     Packet::new(store.insert(bytes), len, Some(l3), 0)
 }
 
-fn header_ok(frame: &[u8]) -> bool {
+pub(super) fn header_ok(frame: &[u8]) -> bool {
     ipv4_checksum(&frame[14..34]) == 0
 }
 

@@ -499,6 +499,12 @@ impl SchedConfig {
         }
     }
 
+    /// The queue served before every other one whenever it holds packets
+    /// (the first strict queue), if the scheduler has one.
+    pub fn top_priority_queue(&self, queues: usize) -> Option<usize> {
+        self.strict_order(queues).first().copied()
+    }
+
     /// The strict queues, highest priority first, with the defaults applied.
     fn strict_order(&self, queues: usize) -> Vec<usize> {
         match self.kind {
