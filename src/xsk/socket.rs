@@ -14,6 +14,8 @@ use std::{
     sync::Arc,
 };
 
+use nix::{errno::Errno, sys::socket::MsgFlags};
+
 use super::Umem;
 use super::{
     ring::Ring, umem::Region, BindMode, FrameAddr, ModeRequest, XskError, XskOptions, XskStatistics,
@@ -451,30 +453,15 @@ impl XskSocket {
                 break;
             }
             self.kicks += 1;
-            // SAFETY: a zero-length sendto with no buffer and no address is the
-            // AF_XDP tx wake-up; the fd is our bound socket.
-            let r = unsafe {
-                libc::sendto(
-                    self.fd,
-                    std::ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null(),
-                    0,
-                )
-            };
-            if r < 0 {
+            // A zero-length send is the AF_XDP tx wake-up.
+            if let Err(e) = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT) {
                 // EAGAIN is the normal answer when the kernel stopped after
                 // its per-call budget (and also: completion ring full, device
                 // queue busy) — the progress check below decides whether to
                 // kick again. ENETDOWN, ENXIO, ...: give up until next flush.
-                let e = io::Error::last_os_error().raw_os_error();
                 if !matches!(
                     e,
-                    Some(libc::EAGAIN)
-                        | Some(libc::EBUSY)
-                        | Some(libc::ENOBUFS)
-                        | Some(libc::EINTR)
+                    Errno::EAGAIN | Errno::EBUSY | Errno::ENOBUFS | Errno::EINTR
                 ) {
                     break;
                 }
@@ -549,18 +536,9 @@ impl XskSocket {
 
     fn wake_rx(&mut self) {
         self.kicks += 1;
-        // SAFETY: a zero-length recvfrom with no buffer is the AF_XDP fill-ring
-        // wake-up; the fd is our bound socket.
-        unsafe {
-            libc::recvfrom(
-                self.fd,
-                std::ptr::null_mut(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            );
-        }
+        // A zero-length recv is the AF_XDP fill-ring wake-up; its answer
+        // carries nothing.
+        let _ = nix::sys::socket::recv(self.fd, &mut [], MsgFlags::MSG_DONTWAIT);
     }
 
     /// The UMEM passed in must be the one this socket is bound to: addresses
