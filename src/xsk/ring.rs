@@ -13,7 +13,7 @@ use nix::sys::mman::{self, MapFlags, ProtFlags};
 use std::{
     io,
     num::NonZeroUsize,
-    os::fd::{BorrowedFd, RawFd},
+    os::fd::BorrowedFd,
     ptr::NonNull,
     sync::atomic::{AtomicU32, Ordering},
 };
@@ -42,7 +42,7 @@ unsafe impl<T: Send> Send for Ring<T> {}
 impl<T: Copy> Ring<T> {
     /// Maps the ring of `fd` at `pgoff` with the layout `off` the kernel gave.
     pub(super) fn map(
-        fd: RawFd,
+        fd: BorrowedFd<'_>,
         pgoff: libc::off_t,
         off: &libc::xdp_ring_offset,
         size: u32,
@@ -50,8 +50,6 @@ impl<T: Copy> Ring<T> {
         debug_assert!(size.is_power_of_two());
         let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
         let len = NonZeroUsize::new(map_len).expect("a ring has a header");
-        // SAFETY: `fd` is an open AF_XDP socket for the duration of the call.
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         // SAFETY: a fresh shared mapping of the socket's ring; the kernel
         // checks pgoff and length against the ring it allocated.
         let p = unsafe {

@@ -10,7 +10,7 @@
 
 use std::{
     io,
-    os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
+    os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd},
     sync::Arc,
 };
 
@@ -236,24 +236,31 @@ impl XskSocket {
                 hint: "mapping an AF_XDP ring failed; check `ulimit -l` and ring sizes",
             }
         };
+        // The socket the rings belong to, borrowed from its owner.
+        let ring_fd = match &own_fd {
+            Some(s) => s.as_fd(),
+            None => umem.region.owner_fd.as_fd(),
+        };
         let fill = Ring::<u64>::map(
-            fd,
+            ring_fd,
             libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
             &off.fr,
             opts.fill_size,
         )
         .map_err(map_err("mmap(fill ring)"))?;
         let comp = Ring::<u64>::map(
-            fd,
+            ring_fd,
             libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
             &off.cr,
             opts.comp_size,
         )
         .map_err(map_err("mmap(completion ring)"))?;
-        let rx = Ring::<libc::xdp_desc>::map(fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
-            .map_err(map_err("mmap(rx ring)"))?;
-        let tx = Ring::<libc::xdp_desc>::map(fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
-            .map_err(map_err("mmap(tx ring)"))?;
+        let rx =
+            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
+                .map_err(map_err("mmap(rx ring)"))?;
+        let tx =
+            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
+                .map_err(map_err("mmap(tx ring)"))?;
 
         let mut flags: u16 = 0;
         let mut shared_fd = 0u32;
