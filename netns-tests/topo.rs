@@ -96,6 +96,15 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         "DCTCP expected, got {}",
         t.cc
     );
+    let we_registered = t.cc == topo::BPF_DCTCP && !cc_before.contains(topo::BPF_DCTCP);
+    if we_registered {
+        // Registered through a struct_ops link that outlives `up` by its pin.
+        assert!(
+            std::path::Path::new(topo::DCTCP_LINK_PIN).exists(),
+            "no pinned link at {}",
+            topo::DCTCP_LINK_PIN
+        );
+    }
     assert_eq!(t.hosts[0].ns, format!("{prefix}-h1"));
     assert_eq!(t.hosts[1].switch_if, format!("{prefix}-h2-sw"));
     assert_eq!(t.hosts[1].ip.to_string(), "10.99.0.2");
@@ -142,6 +151,9 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         // Nothing else uses it: the registration and allowed list are back.
         assert_eq!(available_cc(), cc_before);
         assert_eq!(allowed_cc(), allowed_before);
+        if we_registered {
+            assert!(!std::path::Path::new(topo::DCTCP_LINK_PIN).exists());
+        }
     }
     // Idempotent.
     assert!(topo::down(&prefix).unwrap().is_empty());
