@@ -17,6 +17,7 @@ APT_PKGS=(
   bpftool                                          # build time only: vmlinux.h for the struct_ops DCTCP
   iproute2 ethtool iperf3 iputils-ping             # host namespaces and the demo
   libelf-dev zlib1g-dev pkg-config make           # libbpf-rs: libbpf-sys builds its vendored libbpf
+  m4 libclang-dev llvm libpcap-dev                 # only for --features xsk-rs (libxdp-sys builds libxdp)
   fonts-dejavu-core                                # text in the experiment plots (plotters)
   tshark                                           # reads --pcap captures back in the netns tests
 )
