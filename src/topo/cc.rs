@@ -132,11 +132,27 @@ fn libbpf_failure(what: &str, e: libbpf_rs::Error) -> TopoError {
 /// pins the link at [`DCTCP_LINK_PIN`] and checks that the kernel now offers
 /// [`BPF_DCTCP`].
 pub fn register_bpf_dctcp() -> Result<(), TopoError> {
+    // A pin left by a registration the kernel has since dropped is stale.
+    remove_pin()?;
+    register_struct_ops_as(BPF_DCTCP, Path::new(DCTCP_LINK_PIN))
+}
+
+/// [`register_bpf_dctcp`] under another congestion control name (at most 15
+/// bytes) and pin path: the kernel refuses a second `bpf_dctcp`, so a root
+/// test uses this to check loading, registration and unpinning while another
+/// `bpf_dctcp` is registered. Removing the pin unregisters it.
+#[doc(hidden)]
+pub fn register_struct_ops_as(name: &str, pin: &Path) -> Result<(), TopoError> {
     if DCTCP_BPF_OBJECT.is_empty() {
         return Err(unavailable(format!(
             "this softswitch was built without the BPF DCTCP ({}); install clang and bpftool \
              (`sudo scripts/setup.sh`) and rebuild",
             DCTCP_BPF_UNAVAILABLE.trim()
+        )));
+    }
+    if name.is_empty() || name.len() > 15 {
+        return Err(unavailable(format!(
+            "congestion control name `{name}`: use 1 to 15 bytes"
         )));
     }
     if !Path::new(VMLINUX_BTF).exists() {
@@ -145,8 +161,7 @@ pub fn register_bpf_dctcp() -> Result<(), TopoError> {
              so a BPF struct_ops congestion control cannot be loaded"
         )));
     }
-    let pin = Path::new(DCTCP_LINK_PIN);
-    let pin_dir = pin.parent().expect("pin path has a directory");
+    let pin_dir = pin.parent().unwrap_or(Path::new("/sys/fs/bpf"));
     fs::create_dir_all(pin_dir).map_err(|source| TopoError::Io {
         context: format!(
             "cannot create {} (is bpffs mounted on /sys/fs/bpf? `mount -t bpf bpf /sys/fs/bpf`)",
@@ -154,17 +169,18 @@ pub fn register_bpf_dctcp() -> Result<(), TopoError> {
         ),
         source,
     })?;
-    // A pin left by a registration the kernel has since dropped is stale.
-    remove_pin()?;
 
     if let Ok(mut log) = LIBBPF_LOG.lock() {
         log.clear();
     }
     let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, collect_libbpf_log)));
     let registered = (|| {
-        let open = ObjectBuilder::default()
+        let mut open = ObjectBuilder::default()
             .open_memory(DCTCP_BPF_OBJECT)
             .map_err(|e| libbpf_failure("opening the embedded BPF DCTCP object", e))?;
+        if name != BPF_DCTCP {
+            rename_struct_ops(&mut open, name)?;
+        }
         let mut obj = open
             .load()
             .map_err(|e| libbpf_failure("loading the BPF DCTCP", e))?;
@@ -185,13 +201,33 @@ pub fn register_bpf_dctcp() -> Result<(), TopoError> {
     })();
     libbpf_rs::set_print(previous);
     registered?;
-    if !available()?.iter().any(|n| n == BPF_DCTCP) {
-        let _ = remove_pin();
+    if !available()?.iter().any(|n| n == name) {
+        let _ = fs::remove_file(pin);
         return Err(unavailable(format!(
-            "the BPF DCTCP's link is pinned at {DCTCP_LINK_PIN} but `{BPF_DCTCP}` does not appear \
-             in {AVAILABLE}"
+            "the BPF DCTCP's link is pinned at {} but `{name}` does not appear in {AVAILABLE}",
+            pin.display()
         )));
     }
+    Ok(())
+}
+
+/// Rewrites `tcp_congestion_ops.name` in the struct_ops map's initial value.
+fn rename_struct_ops(open: &mut libbpf_rs::OpenObject, name: &str) -> Result<(), TopoError> {
+    let mut map = open
+        .maps_mut()
+        .find(|m| m.map_type() == MapType::StructOps && m.name() == BPF_DCTCP)
+        .ok_or_else(|| unavailable("the embedded BPF object has no `bpf_dctcp` struct_ops"))?;
+    let value = map
+        .initial_value_mut()
+        .ok_or_else(|| unavailable("the struct_ops map has no initial value"))?;
+    let old = b"bpf_dctcp\0";
+    let at = value
+        .windows(old.len())
+        .position(|w| w == old)
+        .ok_or_else(|| unavailable("no `bpf_dctcp` name in the struct_ops value"))?;
+    let field = &mut value[at..at + 16];
+    field.fill(0);
+    field[..name.len()].copy_from_slice(name.as_bytes());
     Ok(())
 }
 
