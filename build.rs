@@ -10,6 +10,15 @@
 //!
 //! Cargo re-runs this script only when a file under `xdp-prog/` changes, and
 //! the nested build is incremental, so an unchanged program costs nothing.
+//!
+//! It also compiles the struct_ops DCTCP (`bpf/dctcp.bpf.c`) with clang
+//! against a `vmlinux.h` that `bpftool btf dump` writes from the build
+//! machine's kernel BTF. The `vmlinux.h` types carry
+//! `preserve_access_index`, so libbpf relocates every field access to the
+//! running kernel's layout when `softswitch topo up` loads the object:
+//! clang and bpftool are needed at build time only. Without them (or
+//! without kernel BTF) the build goes on with an empty object and `topo up`
+//! says why it has no DCTCP.
 
 use std::{
     env,
@@ -23,6 +32,7 @@ const XDP_BIN: &str = "softswitch-xdp";
 const BPF_TARGET: &str = "bpfel-unknown-none";
 
 fn main() {
+    build_dctcp();
     for path in ["src", "Cargo.toml", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={XDP_CRATE_DIR}/{path}");
     }
@@ -128,4 +138,79 @@ fn find_in(path: &OsString, exe: &str) -> Option<PathBuf> {
     env::split_paths(path)
         .map(|d| d.join(exe))
         .find(|p| p.is_file())
+}
+
+const DCTCP_SOURCE: &str = "bpf/dctcp.bpf.c";
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Writes `OUT_DIR/dctcp.bpf.o` (empty when it cannot be built) and
+/// `OUT_DIR/dctcp.bpf.unavailable` (why not; empty when built).
+fn build_dctcp() {
+    println!("cargo:rerun-if-changed={DCTCP_SOURCE}");
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let obj = out_dir.join("dctcp.bpf.o");
+    let why = out_dir.join("dctcp.bpf.unavailable");
+    let reason = match compile_dctcp(&out_dir, &obj) {
+        Ok(()) => String::new(),
+        Err(reason) => {
+            println!("cargo:warning=the BPF DCTCP is not built into this softswitch: {reason}");
+            std::fs::write(&obj, b"").expect("write OUT_DIR/dctcp.bpf.o");
+            reason
+        }
+    };
+    std::fs::write(&why, reason).expect("write OUT_DIR/dctcp.bpf.unavailable");
+}
+
+fn compile_dctcp(out_dir: &Path, obj: &Path) -> Result<(), String> {
+    let path = search_path();
+    let sbin =
+        env::join_paths(env::split_paths(&path).chain(["/usr/sbin", "/sbin"].map(PathBuf::from)))
+            .expect("PATH entries contain no ':'");
+    let tool = |name: &str| {
+        find_in(&sbin, name).ok_or_else(|| {
+            format!("`{name}` is not installed at build time (sudo scripts/setup.sh, then rebuild)")
+        })
+    };
+    let (bpftool, clang) = (tool("bpftool")?, tool("clang")?);
+    if !Path::new(VMLINUX_BTF).exists() {
+        return Err(format!(
+            "the build machine's kernel has no BTF ({VMLINUX_BTF}; CONFIG_DEBUG_INFO_BTF=y)"
+        ));
+    }
+    let out = Command::new(&bpftool)
+        .args(["btf", "dump", "file", VMLINUX_BTF, "format", "c"])
+        .output()
+        .map_err(|e| format!("cannot run bpftool: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`bpftool btf dump file {VMLINUX_BTF} format c` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    std::fs::write(out_dir.join("vmlinux.h"), &out.stdout)
+        .map_err(|e| format!("cannot write vmlinux.h: {e}"))?;
+
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let (define, multiarch) = match arch.as_str() {
+        "x86_64" => ("-D__TARGET_ARCH_x86", "/usr/include/x86_64-linux-gnu"),
+        "aarch64" => ("-D__TARGET_ARCH_arm64", "/usr/include/aarch64-linux-gnu"),
+        other => return Err(format!("no BPF target flags for architecture `{other}`")),
+    };
+    let out = Command::new(&clang)
+        .args(["-O2", "-g", "-Wall", "-target", "bpf", define])
+        .arg(format!("-I{multiarch}"))
+        .arg(format!("-I{}", out_dir.display()))
+        .arg("-c")
+        .arg(DCTCP_SOURCE)
+        .arg("-o")
+        .arg(obj)
+        .output()
+        .map_err(|e| format!("cannot run clang: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "clang could not compile {DCTCP_SOURCE}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
 }

@@ -23,10 +23,12 @@
  *  - no PLB (tcp_plb_*; off by default, net.ipv4.tcp_plb_enabled = 0, and not
  *    callable from BPF).
  *
- * Built at run time by `softswitch topo up` against a vmlinux.h dumped from
- * the running kernel (`bpftool btf dump file /sys/kernel/btf/vmlinux format
- * c`), so every struct offset below is the running kernel's. No libbpf headers
- * are needed: the few macros they would provide are defined here.
+ * Built by softswitch's build.rs against a vmlinux.h dumped from the build
+ * machine's kernel (`bpftool btf dump file /sys/kernel/btf/vmlinux format
+ * c`). Its types carry preserve_access_index, so every kernel struct access
+ * below is a CO-RE relocation that libbpf (libbpf-rs, at `softswitch topo
+ * up`) rewrites to the running kernel's offsets. No libbpf headers are
+ * needed: the few macros they would provide are defined here.
  */
 #include "vmlinux.h"
 
@@ -280,9 +282,11 @@ void bpf_dctcp_cong_avoid(unsigned long long *ctx)
 }
 
 /* The map name (the variable) and the congestion control name are both
- * "bpf_dctcp", so `bpftool struct_ops unregister name bpf_dctcp` finds it.
+ * "bpf_dctcp". ".struct_ops.link" (Linux >= 6.4): registration is a BPF link,
+ * which softswitch pins under /sys/fs/bpf so it outlives `topo up`; removing
+ * the pin (`topo down`) unregisters it.
  */
-SEC(".struct_ops")
+SEC(".struct_ops.link")
 struct tcp_congestion_ops bpf_dctcp = {
 	.init = (void *)bpf_dctcp_init,
 	.in_ack_event = (void *)bpf_dctcp_update_alpha,

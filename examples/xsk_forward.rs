@@ -75,9 +75,9 @@ fn main() -> Result<()> {
     let mut last_rx = [0u64; 2];
     loop {
         let mut busy = false;
-        for p in 0..2 {
-            socks[p].complete(&mut umem);
-            socks[p].refill(&mut umem);
+        for s in socks.iter_mut() {
+            s.complete(&mut umem);
+            s.refill(&mut umem);
         }
         for p in 0..2 {
             let n = socks[p].recv(&mut umem, &mut buf);

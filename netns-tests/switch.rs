@@ -355,7 +355,7 @@ fn kill_9_leaves_no_xdp() {
         "XDP not shown on the ports while the switch runs"
     );
     ping(&t.hosts[0], t.hosts[1].ip);
-    sw.signal(libc::SIGKILL);
+    sw.signal(nix::sys::signal::Signal::SIGKILL);
     let exit = sw.wait_exit(Duration::from_secs(5));
     assert_eq!(exit.code, None, "not killed by the signal: {exit:?}");
     // Leave its stats socket behind, as a crash does.

@@ -96,6 +96,15 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         "DCTCP expected, got {}",
         t.cc
     );
+    let we_registered = t.cc == topo::BPF_DCTCP && !cc_before.contains(topo::BPF_DCTCP);
+    if we_registered {
+        // Registered through a struct_ops link that outlives `up` by its pin.
+        assert!(
+            std::path::Path::new(topo::DCTCP_LINK_PIN).exists(),
+            "no pinned link at {}",
+            topo::DCTCP_LINK_PIN
+        );
+    }
     assert_eq!(t.hosts[0].ns, format!("{prefix}-h1"));
     assert_eq!(t.hosts[1].switch_if, format!("{prefix}-h2-sw"));
     assert_eq!(t.hosts[1].ip.to_string(), "10.99.0.2");
@@ -142,6 +151,9 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         // Nothing else uses it: the registration and allowed list are back.
         assert_eq!(available_cc(), cc_before);
         assert_eq!(allowed_cc(), allowed_before);
+        if we_registered {
+            assert!(!std::path::Path::new(topo::DCTCP_LINK_PIN).exists());
+        }
     }
     // Idempotent.
     assert!(topo::down(&prefix).unwrap().is_empty());
@@ -395,4 +407,43 @@ fn down_works_from_the_prefix_alone_after_a_crash() {
     assert_eq!(report.links.len(), 3, "{report}");
     assert!(leftovers(&cfg.prefix).is_empty());
     assert!(topo::down(&cfg.prefix).unwrap().is_empty());
+}
+
+/// The struct_ops DCTCP loads with libbpf-rs (no bpftool, no clang at run
+/// time), registers through a BPF link that outlives this call by its pin,
+/// and unregisters when the pin is removed. Under a name of its own, so it
+/// does not collide with a `bpf_dctcp` another topology registered.
+#[test]
+fn struct_ops_dctcp_registers_by_a_pinned_link_and_unpinning_unregisters_it() {
+    let name = "struct_ops_dctcp_registers_by_a_pinned_link_and_unpinning_unregisters_it";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _serial = serial();
+    let cc = format!("ss_dctcp_{}", std::process::id() % 100_000);
+    let pin = std::path::PathBuf::from(format!("/sys/fs/bpf/softswitch/test_{cc}"));
+    struct Unpin(std::path::PathBuf);
+    impl Drop for Unpin {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    topo::register_struct_ops_as(&cc, &pin).expect("load and register the BPF DCTCP");
+    let _unpin = Unpin(pin.clone());
+    assert!(pin.exists());
+    assert!(
+        available_cc().split_whitespace().any(|n| n == cc),
+        "{}",
+        available_cc()
+    );
+    std::fs::remove_file(&pin).unwrap();
+    // The link's last reference is gone: the kernel unregisters it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while available_cc().split_whitespace().any(|n| n == cc) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{cc} still registered after unpinning"
+        );
+        sleep(Duration::from_millis(50));
+    }
 }

@@ -14,9 +14,10 @@ need_root
 
 APT_PKGS=(
   clang llvm-22-dev libpolly-22-dev libzstd-dev  # bpf-linker (Rust XDP program) and the C struct_ops DCTCP
-  bpftool                                          # registers the BPF struct_ops DCTCP
+  bpftool                                          # build time only: vmlinux.h for the struct_ops DCTCP
   iproute2 ethtool iperf3 iputils-ping             # host namespaces and the demo
-  libelf-dev zlib1g-dev pkg-config                 # libbpf for tests / tooling
+  libelf-dev zlib1g-dev pkg-config make           # libbpf-rs: libbpf-sys builds its vendored libbpf
+  m4 libclang-dev llvm libpcap-dev                 # only for --features xsk-rs (libxdp-sys builds libxdp)
   fonts-dejavu-core                                # text in the experiment plots (plotters)
   tshark                                           # reads --pcap captures back in the netns tests
 )

@@ -11,6 +11,7 @@
 #
 #   sudo scripts/xsk-smoke.sh            # builds the example (release) first
 #   IPERF_SECONDS=30 FWD_ARGS='--rx 256 --fill 512' sudo scripts/xsk-smoke.sh
+#   EXAMPLE=xsk_forward_xskrs FEATURES=xsk-rs sudo scripts/xsk-smoke.sh   # on xsk-rs
 #
 # FWD_ARGS defaults to `--rx 2048 --fill 4096`: on a 2-vCPU machine shared
 # with the iperf3 processes (and anything else) the forwarder is descheduled
@@ -25,9 +26,11 @@ for t in ip ethtool tc iperf3 ping; do
 done
 
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
-echo "== building examples/xsk_forward (release)"
-cargo build --release --example xsk_forward >/dev/null
-BIN="$TARGET_DIR/release/examples/xsk_forward"
+# EXAMPLE=xsk_forward_xskrs FEATURES=xsk-rs: the same forwarder on xsk-rs.
+EXAMPLE=${EXAMPLE:-xsk_forward}
+echo "== building examples/$EXAMPLE (release)"
+cargo build --release --example "$EXAMPLE" ${FEATURES:+--features "$FEATURES"} >/dev/null
+BIN="$TARGET_DIR/release/examples/$EXAMPLE"
 
 FWD_PID=
 IPERF_PID=

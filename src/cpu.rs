@@ -10,7 +10,7 @@
 //! batches, so a 1 Gbit/s port overflowed its buffer (BENCHMARKS.md,
 //! "Where the CPU goes").
 //!
-//! Everything here but [`allowed_cpus`] is pure; the syscall is in `xsk`.
+//! Everything here but [`allowed_cpus`] and [`pin_current_thread`] is pure.
 
 use std::fmt;
 
@@ -129,6 +129,22 @@ pub fn allowed_cpus() -> Result<Vec<u32>, String> {
     parse_cpu_list(line)
 }
 
+/// Pins the calling thread to one CPU (`sched_setaffinity`). Threads it
+/// spawns afterwards inherit the pinning.
+pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    // EINVAL: beyond CPU_SETSIZE.
+    set.set(cpu as usize).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is beyond CPU_SETSIZE"),
+        )
+    })?;
+    // pid 0: the calling thread.
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +190,24 @@ mod tests {
         for c in [CpuChoice::Last, CpuChoice::Unpinned, CpuChoice::Cpu(7)] {
             assert_eq!(c.to_string().parse::<CpuChoice>().unwrap(), c);
         }
+    }
+
+    #[test]
+    fn pinning_a_thread_leaves_it_one_cpu() {
+        let cpu = *allowed_cpus().unwrap().last().unwrap();
+        let after = std::thread::spawn(move || {
+            pin_current_thread(cpu).unwrap();
+            nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(after.is_set(cpu as usize).unwrap());
+        let count = (0..nix::sched::CpuSet::count())
+            .filter(|&c| after.is_set(c).unwrap())
+            .count();
+        assert_eq!(count, 1);
+        let e = pin_current_thread(1 << 20).unwrap_err();
+        assert!(e.to_string().contains("CPU_SETSIZE"), "{e}");
     }
 
     #[test]

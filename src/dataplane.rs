@@ -369,7 +369,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     // Pin only now: the stats and time-series threads above stay free to
     // run on other CPUs.
     if let Some(c) = cpu {
-        crate::xsk::pin_current_thread(c).with_context(|| {
+        crate::cpu::pin_current_thread(c).with_context(|| {
             format!("pinning the data path to CPU {c} (leave out --cpu to not pin)")
         })?;
         eprintln!("softswitch: data path pinned to CPU {c}");

@@ -207,7 +207,9 @@ impl Writer {
     }
 
     /// Hands a batch to the writer (dropped if the writer is 64 batches behind:
-    /// the packet path never waits for the disk).
+    /// the packet path never waits for the disk). std's channel, not
+    /// crossbeam's: this runs on the data-path thread, and crossbeam's
+    /// `try_send` measured no faster (BENCHMARKS.md, "Thread handoff").
     pub fn send(&self, batch: Batch) -> bool {
         self.tx.as_ref().is_some_and(|t| t.try_send(batch).is_ok())
     }

@@ -23,6 +23,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use softswitch::topo::{self, Host, TopoConfig, Topology};
 
 /// True (after printing a SKIP line) unless running as root: call as
@@ -553,18 +554,16 @@ impl SwitchProc {
     }
 
     /// Sends `sig` to it.
-    pub fn signal(&self, sig: i32) {
+    pub fn signal(&self, sig: Signal) {
         if let Some(c) = &self.child {
-            // SAFETY: kill(2) on the pid of our own, not yet reaped, child.
-            unsafe {
-                libc::kill(c.id() as i32, sig);
-            }
+            // Our own, not yet reaped, child: the pid cannot have been reused.
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), sig);
         }
     }
 
     /// SIGINTs it and waits (up to 10 s) for its exit report.
     pub fn stop(mut self) -> SwitchExit {
-        self.signal(libc::SIGINT);
+        self.signal(Signal::SIGINT);
         self.wait_exit(Duration::from_secs(10))
     }
 }
@@ -572,7 +571,7 @@ impl SwitchProc {
 impl Drop for SwitchProc {
     fn drop(&mut self) {
         if self.child.is_some() {
-            self.signal(libc::SIGINT);
+            self.signal(Signal::SIGINT);
             let deadline = Instant::now() + Duration::from_secs(3);
             while Instant::now() < deadline {
                 if matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(Some(_)))) {

@@ -133,7 +133,7 @@ impl Proc {
         self.child.id() as i32
     }
 
-    fn signal(&self, sig: i32) {
+    fn signal(&self, sig: nix::sys::signal::Signal) {
         send_signal(self.pid(), sig);
     }
 
@@ -142,7 +142,7 @@ impl Proc {
         if let Some(s) = self.exited() {
             return Some(s);
         }
-        self.signal(libc::SIGINT);
+        self.signal(nix::sys::signal::Signal::SIGINT);
         let t0 = Instant::now();
         while t0.elapsed() < grace {
             if let Some(s) = self.exited() {
@@ -161,13 +161,9 @@ impl Drop for Proc {
     }
 }
 
-#[allow(unsafe_code)]
-fn send_signal(pid: i32, sig: i32) {
-    // SAFETY: kill(2) has no memory-safety preconditions; pid is a child we
-    // have not yet waited for, so it cannot have been reused.
-    unsafe {
-        libc::kill(pid, sig);
-    }
+fn send_signal(pid: i32, sig: nix::sys::signal::Signal) {
+    // pid is a child we have not yet waited for, so it cannot have been reused.
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
 }
 
 /// Removes a file when dropped.
@@ -1104,7 +1100,7 @@ fn wait_traffic(
         check_stop(&opts.stop)?;
         if let Some(Fault::KillSwitchAfter(d)) = opts.fault {
             if !killed && t0.elapsed() >= d {
-                switch.signal(libc::SIGKILL);
+                switch.signal(nix::sys::signal::Signal::SIGKILL);
                 killed = true;
             }
         }

@@ -1,23 +1,34 @@
 //! Congestion control for the hosts: finding DCTCP (the kernel's `dctcp`, or
-//! building and registering the project's BPF struct_ops `bpf_dctcp`), and
+//! loading and registering the project's BPF struct_ops `bpf_dctcp`), and
 //! letting non-root namespaces select it.
 //!
-//! `bpf/dctcp.bpf.c` is embedded in the binary and compiled at `topo up`
-//! against a `vmlinux.h` dumped from the running kernel's BTF, so the program
-//! always matches the kernel it is loaded into. The object is cached under
-//! [`RUN_DIR`] by a hash of the source, the kernel release and the
-//! architecture. Registration uses `bpftool struct_ops register` (legacy
-//! `.struct_ops` section): the registration outlives bpftool until
-//! `bpftool struct_ops unregister name bpf_dctcp`.
+//! `bpf/dctcp.bpf.c` is compiled at build time (build.rs: clang against a
+//! `vmlinux.h` from `bpftool btf dump`; CO-RE field accesses) and embedded in
+//! the binary. `topo up` loads it with libbpf-rs — libbpf relocates it to the
+//! running kernel's BTF — and registers it through a struct_ops BPF link
+//! (`.struct_ops.link`, Linux ≥ 6.4). A link lives only while someone holds
+//! it, so it is pinned at [`DCTCP_LINK_PIN`] to outlive the `topo up`
+//! process; `topo down` removes the pin, which unregisters `bpf_dctcp`.
+//! Neither clang nor bpftool is needed at run time.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Mutex;
 
-use super::cmd::{self, BPFTOOL, CLANG};
+use libbpf_rs::{MapCore, MapType, ObjectBuilder, PrintLevel};
+
 use super::TopoError;
 
-/// Source of the BPF struct_ops DCTCP.
+/// Source of the BPF struct_ops DCTCP (compiled into [`DCTCP_BPF_OBJECT`]).
 pub const DCTCP_BPF_SOURCE: &str = include_str!("../../bpf/dctcp.bpf.c");
+
+/// The compiled object; empty when the build could not make it.
+pub const DCTCP_BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/dctcp.bpf.o"));
+
+/// Why the build could not make [`DCTCP_BPF_OBJECT`] (empty when it did).
+const DCTCP_BPF_UNAVAILABLE: &str =
+    include_str!(concat!(env!("OUT_DIR"), "/dctcp.bpf.unavailable"));
 
 /// Name of the kernel's built-in DCTCP.
 pub const KERNEL_DCTCP: &str = "dctcp";
@@ -25,8 +36,11 @@ pub const KERNEL_DCTCP: &str = "dctcp";
 /// Name (both `tcp_congestion_ops.name` and struct_ops map name) of ours.
 pub const BPF_DCTCP: &str = "bpf_dctcp";
 
-/// Runtime directory for the build cache and the topology state.
+/// Runtime directory for the topology state.
 pub const RUN_DIR: &str = "/run/softswitch";
+
+/// Where the struct_ops link that registers [`BPF_DCTCP`] is pinned (bpffs).
+pub const DCTCP_LINK_PIN: &str = "/sys/fs/bpf/softswitch/bpf_dctcp_link";
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
@@ -85,203 +99,186 @@ fn read_proc(path: &str) -> Result<String, TopoError> {
     })
 }
 
-/// 64-bit FNV-1a: a hash that is stable across Rust versions, for cache keys.
-pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for &b in *part {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        // Separator, so ("ab","c") and ("a","bc") differ.
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// clang's `-D__TARGET_ARCH_*` and the multiarch include dir for this build.
-fn target_arch_flags() -> (Option<&'static str>, Option<&'static str>) {
-    match std::env::consts::ARCH {
-        "x86_64" => (
-            Some("-D__TARGET_ARCH_x86"),
-            Some("/usr/include/x86_64-linux-gnu"),
-        ),
-        "aarch64" => (
-            Some("-D__TARGET_ARCH_arm64"),
-            Some("/usr/include/aarch64-linux-gnu"),
-        ),
-        _ => (None, None),
-    }
-}
-
 fn unavailable(reason: impl Into<String>) -> TopoError {
     TopoError::DctcpUnavailable {
         reason: reason.into(),
     }
 }
 
-/// Compiles `bpf/dctcp.bpf.c` for the running kernel, or returns the cached
-/// object. Errors say why DCTCP cannot be built.
-pub fn build_bpf_dctcp() -> Result<PathBuf, TopoError> {
+/// libbpf's messages (the verifier log among them) while loading, so an
+/// error can show them.
+static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
+
+fn collect_libbpf_log(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        log.push_str(&msg);
+    }
+}
+
+fn libbpf_failure(what: &str, e: libbpf_rs::Error) -> TopoError {
+    let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
+    unavailable(format!(
+        "{what} failed: {e} (kernel without BPF struct_ops links (Linux >= 6.4), or the \
+         verifier rejected the program){}",
+        if log.trim().is_empty() {
+            String::new()
+        } else {
+            format!(":\n{}", super::cmd::tail(log.trim(), 40))
+        }
+    ))
+}
+
+/// Loads the embedded struct_ops DCTCP, registers it through a BPF link,
+/// pins the link at [`DCTCP_LINK_PIN`] and checks that the kernel now offers
+/// [`BPF_DCTCP`].
+pub fn register_bpf_dctcp() -> Result<(), TopoError> {
+    // A pin left by a registration the kernel has since dropped is stale.
+    remove_pin()?;
+    register_struct_ops_as(BPF_DCTCP, Path::new(DCTCP_LINK_PIN))
+}
+
+/// [`register_bpf_dctcp`] under another congestion control name (at most 15
+/// bytes) and pin path: the kernel refuses a second `bpf_dctcp`, so a root
+/// test uses this to check loading, registration and unpinning while another
+/// `bpf_dctcp` is registered. Removing the pin unregisters it.
+#[doc(hidden)]
+pub fn register_struct_ops_as(name: &str, pin: &Path) -> Result<(), TopoError> {
+    if DCTCP_BPF_OBJECT.is_empty() {
+        return Err(unavailable(format!(
+            "this softswitch was built without the BPF DCTCP ({}); install clang and bpftool \
+             (`sudo scripts/setup.sh`) and rebuild",
+            DCTCP_BPF_UNAVAILABLE.trim()
+        )));
+    }
+    if name.is_empty() || name.len() > 15 {
+        return Err(unavailable(format!(
+            "congestion control name `{name}`: use 1 to 15 bytes"
+        )));
+    }
     if !Path::new(VMLINUX_BTF).exists() {
         return Err(unavailable(format!(
             "the kernel has no BTF ({VMLINUX_BTF} is missing; it needs CONFIG_DEBUG_INFO_BTF=y), \
-             so a BPF struct_ops congestion control cannot be built"
+             so a BPF struct_ops congestion control cannot be loaded"
         )));
     }
-    for tool in [CLANG, BPFTOOL] {
-        if cmd::find_tool(tool.name).is_none() {
-            return Err(unavailable(format!(
-                "`{}` is not installed (needed to build and register the BPF DCTCP): \
-                 apt-get install {} or run `sudo scripts/setup.sh`",
-                tool.name, tool.package
-            )));
+    let pin_dir = pin.parent().unwrap_or(Path::new("/sys/fs/bpf"));
+    fs::create_dir_all(pin_dir).map_err(|source| TopoError::Io {
+        context: format!(
+            "cannot create {} (is bpffs mounted on /sys/fs/bpf? `mount -t bpf bpf /sys/fs/bpf`)",
+            pin_dir.display()
+        ),
+        source,
+    })?;
+
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        log.clear();
+    }
+    let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, collect_libbpf_log)));
+    let registered = (|| {
+        let mut open = ObjectBuilder::default()
+            .open_memory(DCTCP_BPF_OBJECT)
+            .map_err(|e| libbpf_failure("opening the embedded BPF DCTCP object", e))?;
+        if name != BPF_DCTCP {
+            rename_struct_ops(&mut open, name)?;
         }
-    }
-    let release = read_proc("/proc/sys/kernel/osrelease")?;
-    let key = fnv1a64(&[
-        DCTCP_BPF_SOURCE.as_bytes(),
-        release.trim().as_bytes(),
-        std::env::consts::ARCH.as_bytes(),
-    ]);
-    let dir = Path::new(RUN_DIR).join(format!("dctcp-{key:016x}"));
-    let obj = dir.join("dctcp.bpf.o");
-    if obj.exists() {
-        return Ok(obj);
-    }
-    fs::create_dir_all(&dir).map_err(|source| TopoError::Io {
-        context: format!("cannot create {}", dir.display()),
-        source,
-    })?;
-
-    let vmlinux_h = dir.join("vmlinux.h");
-    let out = cmd::output(cmd::command(BPFTOOL).args([
-        "btf",
-        "dump",
-        "file",
-        VMLINUX_BTF,
-        "format",
-        "c",
-    ]))?;
-    if !out.status.success() {
+        let mut obj = open
+            .load()
+            .map_err(|e| libbpf_failure("loading the BPF DCTCP", e))?;
+        let mut map = obj
+            .maps_mut()
+            .find(|m| m.map_type() == MapType::StructOps && m.name() == BPF_DCTCP)
+            .ok_or_else(|| unavailable("the embedded BPF object has no `bpf_dctcp` struct_ops"))?;
+        let mut link = map
+            .attach_struct_ops()
+            .map_err(|e| libbpf_failure("registering the BPF DCTCP", e))?;
+        link.pin(pin).map_err(|e| {
+            unavailable(format!(
+                "cannot pin the BPF DCTCP's link at {}: {e}",
+                pin.display()
+            ))
+        })
+        // `link` and `obj` are dropped here; the pin keeps the registration.
+    })();
+    libbpf_rs::set_print(previous);
+    registered?;
+    if !available()?.iter().any(|n| n == name) {
+        let _ = fs::remove_file(pin);
         return Err(unavailable(format!(
-            "`bpftool btf dump file {VMLINUX_BTF} format c` failed: {}",
-            cmd::tail(String::from_utf8_lossy(&out.stderr).trim(), 20)
-        )));
-    }
-    write_file(&vmlinux_h, &out.stdout)?;
-    let src = dir.join("dctcp.bpf.c");
-    write_file(&src, DCTCP_BPF_SOURCE.as_bytes())?;
-
-    let tmp_obj = dir.join(format!("dctcp.bpf.o.tmp{}", std::process::id()));
-    let (arch_define, multiarch_include) = target_arch_flags();
-    let mut clang = cmd::command(CLANG);
-    clang.args(["-O2", "-g", "-Wall", "-target", "bpf"]);
-    if let Some(d) = arch_define {
-        clang.arg(d);
-    }
-    if let Some(i) = multiarch_include {
-        clang.arg(format!("-I{i}"));
-    }
-    clang
-        .arg(format!("-I{}", dir.display()))
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&tmp_obj);
-    let out = cmd::output(&mut clang)?;
-    if !out.status.success() {
-        let _ = fs::remove_file(&tmp_obj);
-        return Err(unavailable(format!(
-            "clang could not compile {} against this kernel's vmlinux.h:\n{}",
-            src.display(),
-            cmd::tail(String::from_utf8_lossy(&out.stderr).trim(), 30)
-        )));
-    }
-    fs::rename(&tmp_obj, &obj).map_err(|source| TopoError::Io {
-        context: format!("cannot rename {} to {}", tmp_obj.display(), obj.display()),
-        source,
-    })?;
-    Ok(obj)
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TopoError> {
-    fs::write(path, bytes).map_err(|source| TopoError::Io {
-        context: format!("cannot write {}", path.display()),
-        source,
-    })
-}
-
-/// Registers the struct_ops in `obj` and checks that the kernel now offers
-/// [`BPF_DCTCP`].
-pub fn register_bpf_dctcp(obj: &Path) -> Result<(), TopoError> {
-    let out = cmd::output(
-        cmd::command(BPFTOOL)
-            .args(["struct_ops", "register"])
-            .arg(obj),
-    )?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(unavailable(format!(
-            "`bpftool struct_ops register {}` failed (kernel without BPF struct_ops, or the \
-             verifier rejected the program):\n{}",
-            obj.display(),
-            cmd::tail(stderr.trim(), 40)
-        )));
-    }
-    if !available()?.iter().any(|n| n == BPF_DCTCP) {
-        return Err(unavailable(format!(
-            "bpftool registered {} but `{BPF_DCTCP}` does not appear in {AVAILABLE}",
-            obj.display()
+            "the BPF DCTCP's link is pinned at {} but `{name}` does not appear in {AVAILABLE}",
+            pin.display()
         )));
     }
     Ok(())
 }
 
-/// Names of the registered struct_ops maps (`bpftool struct_ops list`).
-pub fn struct_ops_names() -> Result<Vec<String>, TopoError> {
-    let out = cmd::run(
-        cmd::command(BPFTOOL).args(["struct_ops", "list"]),
-        "check that bpftool works: `bpftool struct_ops list`",
-    )?;
-    Ok(parse_struct_ops_list(&out))
+/// Rewrites `tcp_congestion_ops.name` in the struct_ops map's initial value.
+fn rename_struct_ops(open: &mut libbpf_rs::OpenObject, name: &str) -> Result<(), TopoError> {
+    let mut map = open
+        .maps_mut()
+        .find(|m| m.map_type() == MapType::StructOps && m.name() == BPF_DCTCP)
+        .ok_or_else(|| unavailable("the embedded BPF object has no `bpf_dctcp` struct_ops"))?;
+    let value = map
+        .initial_value_mut()
+        .ok_or_else(|| unavailable("the struct_ops map has no initial value"))?;
+    let old = b"bpf_dctcp\0";
+    let at = value
+        .windows(old.len())
+        .position(|w| w == old)
+        .ok_or_else(|| unavailable("no `bpf_dctcp` name in the struct_ops value"))?;
+    let field = &mut value[at..at + 16];
+    field.fill(0);
+    field[..name.len()].copy_from_slice(name.as_bytes());
+    Ok(())
 }
 
-/// Parses `bpftool struct_ops list` lines such as
-/// `28: bpf_dctcp       tcp_congestion_ops`.
-pub fn parse_struct_ops_list(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let (id, rest) = l.split_once(':')?;
-            id.trim().parse::<u32>().ok()?;
-            rest.split_whitespace().next().map(str::to_owned)
-        })
-        .collect()
+/// Removes [`DCTCP_LINK_PIN`]; whether there was one.
+fn remove_pin() -> Result<bool, TopoError> {
+    match fs::remove_file(DCTCP_LINK_PIN) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(TopoError::Io {
+            context: format!("cannot remove {DCTCP_LINK_PIN}"),
+            source,
+        }),
+    }
 }
 
-/// `bpftool struct_ops unregister name bpf_dctcp`, if it is registered.
-/// Returns whether something was unregistered.
+/// Unregisters `bpf_dctcp`: removes the pinned link (the registration ends
+/// with the link's last reference), or, for a registration made with
+/// `bpftool struct_ops register` (a legacy struct_ops map without a link, as
+/// older softswitch versions did), deletes the map's one element, which is
+/// what `bpftool struct_ops unregister` does. Returns whether something was
+/// unregistered.
 pub fn unregister_bpf_dctcp() -> Result<bool, TopoError> {
+    if remove_pin()? {
+        return Ok(true);
+    }
     // What counts is the congestion control, not the struct_ops map: after
     // an unregister the kernel removes `bpf_dctcp` from the available list at
-    // once, but keeps the map (and `bpftool struct_ops unregister` answers
-    // "Operation now in progress") until the last socket of a deleted
-    // namespace that used it is gone, which can take a minute (TIME_WAIT).
-    let in_use = || -> Result<bool, TopoError> { Ok(available()?.iter().any(|n| n == BPF_DCTCP)) };
-    if !in_use()? || !struct_ops_names()?.iter().any(|n| n == BPF_DCTCP) {
+    // once, but keeps the map until the last socket of a deleted namespace
+    // that used it is gone, which can take a minute (TIME_WAIT).
+    if !available()?.iter().any(|n| n == BPF_DCTCP) {
         return Ok(false);
     }
-    let r = cmd::run(
-        cmd::command(BPFTOOL).args(["struct_ops", "unregister", "name", BPF_DCTCP]),
-        "unregister it by hand: `bpftool struct_ops unregister name bpf_dctcp`",
-    );
-    match r {
-        Ok(_) => Ok(true),
-        // Already being torn down by an earlier unregister.
-        Err(_) if !in_use()? => Ok(true),
-        Err(e) => Err(e),
+    let legacy = libbpf_rs::query::MapInfoIter::default()
+        .filter(|m| m.ty == MapType::StructOps && m.name.to_bytes() == BPF_DCTCP.as_bytes())
+        .map(|m| m.id)
+        .collect::<Vec<_>>();
+    let mut unregistered = false;
+    for id in legacy {
+        let Ok(map) = libbpf_rs::MapHandle::from_map_id(id) else {
+            continue;
+        };
+        // A link-based map refuses the delete; only a legacy one is removed.
+        unregistered |= map.delete(&0u32.to_ne_bytes()).is_ok();
     }
+    if !unregistered && available()?.iter().any(|n| n == BPF_DCTCP) {
+        return Err(unavailable(format!(
+            "`{BPF_DCTCP}` is registered but not by a link pinned at {DCTCP_LINK_PIN}; \
+             whoever registered it must remove it"
+        )));
+    }
+    Ok(unregistered)
 }
 
 #[cfg(test)]
@@ -325,26 +322,27 @@ mod tests {
     }
 
     #[test]
-    fn parses_struct_ops_list() {
-        let text = "28: bpf_dctcp       tcp_congestion_ops\n31: other  tcp_congestion_ops\n";
-        assert_eq!(parse_struct_ops_list(text), v(&["bpf_dctcp", "other"]));
-        assert!(parse_struct_ops_list("Registered x id 3\n").is_empty());
-    }
-
-    #[test]
-    fn cache_key_changes_with_each_part() {
-        let a = fnv1a64(&[b"src", b"6.18", b"x86_64"]);
-        assert_ne!(a, fnv1a64(&[b"src", b"6.19", b"x86_64"]));
-        assert_ne!(a, fnv1a64(&[b"src2", b"6.18", b"x86_64"]));
-        assert_ne!(fnv1a64(&[b"ab", b"c"]), fnv1a64(&[b"a", b"bc"]));
-        assert_eq!(a, fnv1a64(&[b"src", b"6.18", b"x86_64"]));
-    }
-
-    #[test]
     fn embedded_source_is_the_struct_ops_dctcp() {
-        assert!(DCTCP_BPF_SOURCE.contains("SEC(\".struct_ops\")"));
+        assert!(DCTCP_BPF_SOURCE.contains("SEC(\".struct_ops.link\")"));
         assert!(DCTCP_BPF_SOURCE.contains(".name = \"bpf_dctcp\""));
         assert!(DCTCP_BPF_SOURCE.contains("struct tcp_congestion_ops bpf_dctcp"));
         assert!(DCTCP_BPF_SOURCE.contains("TCP_CONG_NEEDS_ECN"));
+    }
+
+    #[test]
+    fn embedded_object_is_built_or_says_why_not() {
+        if DCTCP_BPF_OBJECT.is_empty() {
+            assert!(!DCTCP_BPF_UNAVAILABLE.trim().is_empty());
+        } else {
+            // An ELF object for the BPF machine (EM_BPF = 247).
+            assert_eq!(&DCTCP_BPF_OBJECT[..4], b"\x7fELF");
+            assert_eq!(
+                u16::from_le_bytes([DCTCP_BPF_OBJECT[18], DCTCP_BPF_OBJECT[19]]),
+                247
+            );
+            assert!(DCTCP_BPF_UNAVAILABLE.is_empty());
+            let text = String::from_utf8_lossy(DCTCP_BPF_OBJECT);
+            assert!(text.contains(".struct_ops.link"));
+        }
     }
 }

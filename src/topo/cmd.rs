@@ -1,5 +1,4 @@
-//! Running the external tools (`ip`, `tc`, `ethtool`, `sysctl`, `bpftool`,
-//! `clang`): every call checks the exit status and turns a failure into a
+//! Running the external tools (`ip`, `tc`, `ethtool`, `sysctl`): every call checks the exit status and turns a failure into a
 //! [`TopoError::Command`] carrying the command line, its stderr and a hint.
 
 use std::path::{Path, PathBuf};
@@ -33,14 +32,6 @@ pub const SYSCTL: Tool = Tool {
 pub const KILL: Tool = Tool {
     name: "kill",
     package: "procps",
-};
-pub const BPFTOOL: Tool = Tool {
-    name: "bpftool",
-    package: "bpftool",
-};
-pub const CLANG: Tool = Tool {
-    name: "clang",
-    package: "clang",
 };
 pub const MOUNT: Tool = Tool {
     name: "mount",

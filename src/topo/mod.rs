@@ -37,7 +37,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-pub use cc::{parse_cc_list, BPF_DCTCP, DCTCP_BPF_SOURCE, KERNEL_DCTCP};
+pub use cc::{
+    parse_cc_list, register_struct_ops_as, BPF_DCTCP, DCTCP_BPF_SOURCE, DCTCP_LINK_PIN,
+    KERNEL_DCTCP,
+};
 pub use names::Ipv4Net;
 pub use state::TopoRecord;
 

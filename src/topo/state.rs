@@ -176,11 +176,10 @@ pub fn acquire_cc(wanted: Option<&str>) -> Result<String, TopoError> {
         None => match cc::pick_dctcp(&available) {
             Some(name) => name.to_owned(),
             None => {
-                let obj = cc::build_bpf_dctcp()?;
-                cc::register_bpf_dctcp(&obj)?;
+                cc::register_bpf_dctcp()?;
                 fs::create_dir_all(topo_dir())
                     .map_err(io(format!("cannot create {}", topo_dir().display())))?;
-                fs::write(registered_marker(), format!("{}\n", obj.display())).map_err(io(
+                fs::write(registered_marker(), format!("{}\n", cc::DCTCP_LINK_PIN)).map_err(io(
                     format!("cannot write {}", registered_marker().display()),
                 ))?;
                 cc::BPF_DCTCP.to_owned()

@@ -9,8 +9,8 @@
 //! (`t0 + Σ gaps`), so a late start does not push back later flows; how
 //! late each request went out is recorded (`lateness`).
 
+use crossbeam_channel::RecvTimeoutError;
 use std::net::SocketAddr;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -177,7 +177,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         .map(|a| a.flows_per_sec())
         .unwrap_or(0.0);
     sock::tighten_timer_slack();
-    let (out_tx, out_rx) = mpsc::channel::<Outcome>();
+    let (out_tx, out_rx) = crossbeam_channel::unbounded::<Outcome>();
     let mut pools: Vec<Pool> = Vec::with_capacity(cfg.servers.len());
     for (i, &addr) in cfg.servers.iter().enumerate() {
         let idle: IdleList = Arc::new(Mutex::new(Vec::new()));

@@ -11,10 +11,11 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
 
 use super::proto::{Request, HEADER_LEN};
 use super::sock;
@@ -72,7 +73,7 @@ impl Conn {
         let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
         stream.set_nodelay(true)?;
         let read_half = stream.try_clone()?;
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = crossbeam_channel::unbounded();
         let reader = thread::Builder::new()
             .name(format!("tg-rx-{addr}-{slot}"))
             .stack_size(128 * 1024)

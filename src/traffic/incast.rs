@@ -7,8 +7,8 @@
 //! Query k+1 starts `interval` after query k started, or as soon as query k
 //! completes if that is later (queries never overlap).
 
+use crossbeam_channel::RecvTimeoutError;
 use std::net::SocketAddr;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -94,7 +94,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
         ));
     }
     sock::tighten_timer_slack();
-    let (out_tx, out_rx) = mpsc::channel::<Outcome>();
+    let (out_tx, out_rx) = crossbeam_channel::unbounded::<Outcome>();
     let mut conns = Vec::with_capacity(fanout);
     for (i, &addr) in cfg.servers.iter().enumerate() {
         let idle = Arc::new(Mutex::new(Vec::new()));

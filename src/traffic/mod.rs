@@ -21,8 +21,9 @@
 //! Sampling, scheduling maths, the wire format and the summaries are pure
 //! and tested without sockets; the roles use std blocking sockets and one
 //! thread per connection (simple, and enough for ~1 Gbit/s of small flows:
-//! the only per-flow work on the arrival path is a 24-byte write). The one
-//! `unsafe` (setsockopt, poll, prctl) is in `sock`.
+//! the only per-flow work on the arrival path is a 24-byte write). The
+//! system calls std lacks (setsockopt, poll, prctl) are in `sock`, through
+//! nix.
 
 //! # The papers' experiments with it
 //!
@@ -55,8 +56,7 @@ pub mod proto;
 pub mod record;
 pub mod server;
 // The traffic generator's few socket options and poll(2) calls that std does
-// not offer; each `unsafe` block carries a `// SAFETY:` comment.
-#[allow(unsafe_code)]
+// not offer (through nix's safe wrappers).
 pub mod sock;
 pub mod summary;
 

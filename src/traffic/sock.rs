@@ -1,128 +1,71 @@
 //! The few system calls std does not offer: IP_TOS (DSCP per flow), a
 //! bounded wait for readability, the thread's timer slack, and a SIGINT /
-//! SIGTERM flag for the server. The only
-//! `unsafe` in the traffic generator lives here; each call is a plain
-//! libc system call on a file descriptor the caller owns.
+//! SIGTERM flag for the server — all through `nix` and `signal-hook`'s safe
+//! wrappers, so the traffic generator has no `unsafe`.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsFd;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{getsockopt, setsockopt, sockopt};
 
 /// Sets the ToS byte (IPv4 `IP_TOS`, IPv6 `IPV6_TCLASS`) of a connected TCP
 /// socket to `dscp << 2`. The ECN bits are left 0: for an ECN-capable TCP
 /// connection the kernel sets ECT itself on each data packet.
 pub fn set_dscp(stream: &TcpStream, dscp: u8) -> io::Result<()> {
-    let tos: libc::c_int = libc::c_int::from(dscp & 0x3f) << 2;
-    let (level, name) = match stream.peer_addr()? {
-        SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TOS),
-        SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
-    };
-    setsockopt_int(stream.as_raw_fd(), level, name, tos)
+    let tos = i32::from(dscp & 0x3f) << 2;
+    match stream.peer_addr()? {
+        SocketAddr::V4(_) => setsockopt(stream, sockopt::Ipv4Tos, &tos)?,
+        SocketAddr::V6(_) => setsockopt(stream, sockopt::Ipv6TClass, &tos)?,
+    }
+    Ok(())
 }
 
 /// Reads back the ToS byte (for tests and checks).
 pub fn get_tos(stream: &TcpStream) -> io::Result<u8> {
-    let (level, name) = match stream.peer_addr()? {
-        SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TOS),
-        SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+    let v = match stream.peer_addr()? {
+        SocketAddr::V4(_) => getsockopt(stream, sockopt::Ipv4Tos)?,
+        SocketAddr::V6(_) => getsockopt(stream, sockopt::Ipv6TClass)?,
     };
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `fd` is a socket owned by `stream` for the duration of the call;
-    // `v` and `len` are valid, writable and sized for a c_int.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            level,
-            name,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(v as u8)
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-fn setsockopt_int(
-    fd: RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: `fd` is an open socket borrowed from its owner for this call;
-    // the option value is a c_int on the stack with its exact size passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    Ok(v as u8)
 }
 
 /// Waits up to `timeout` for `fd` to become readable (or to have an error /
 /// hang-up pending). Returns whether it is; `EINTR` counts as not yet.
-pub fn wait_readable(fd: &impl AsRawFd, timeout: Duration) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd on the stack, count 1; the fd stays open
-    // because the caller holds its owner.
-    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(false);
-        }
-        return Err(e);
+pub fn wait_readable(fd: &impl AsFd, timeout: Duration) -> io::Result<bool> {
+    let mut pfd = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+    match poll(&mut pfd, timeout) {
+        Ok(n) => Ok(n > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(rc > 0)
 }
 
 /// Lowers this thread's timer slack to 1 µs so `sleep` wakes close to the
 /// scheduled arrival time (the default slack is 50 µs). Best effort.
 pub fn tighten_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value and touches
-    // only the calling thread's scheduling state.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong);
-    }
-}
-
-/// Set by SIGINT / SIGTERM once [`stop_on_signals`] is installed.
-static STOP_SIGNALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_sig: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    STOP_SIGNALLED.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = nix::sys::prctl::set_timerslack(1_000);
 }
 
 /// Makes SIGINT and SIGTERM set a flag instead of killing the process, so a
-/// server can print its counters and exit 0. Returns the flag.
-pub fn stop_on_signals() -> &'static std::sync::atomic::AtomicBool {
-    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to a static atomic, which is
-        // async-signal-safe; `signal` replaces the disposition process-wide.
-        unsafe {
-            libc::signal(sig, handler);
+/// server can print its counters and exit 0. Returns the flag (the same one
+/// on every call).
+pub fn stop_on_signals() -> &'static AtomicBool {
+    static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    STOP.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Best effort: registration fails only for forbidden signals.
+            let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
         }
-    }
-    &STOP_SIGNALLED
+        flag
+    })
 }
 
 #[cfg(test)]

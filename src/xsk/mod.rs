@@ -185,16 +185,13 @@ pub enum XskError {
 
 /// The kernel's index of interface `name`, if it exists in this namespace.
 pub fn if_index(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: c is a valid NUL-terminated string for the duration of the call.
-    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    (i != 0).then_some(i)
+    nix::net::if_::if_nametoindex(name).ok()
 }
 
 /// Raises the calling process's CPU priority (nice value `nice`, −20..19) so
 /// the busy-polling data path is preempted less by builds or other load on a
-/// small machine. Lives here because it is a raw syscall, and this module is
-/// where softswitch keeps its `unsafe`.
+/// small machine. Lives here because nix has no `setpriority` wrapper, so it
+/// is a raw syscall, and this module is where softswitch keeps its `unsafe`.
 pub fn set_nice(nice: i32) -> std::io::Result<()> {
     // SAFETY: setpriority takes plain integers; `who = 0` means this process.
     let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
@@ -208,38 +205,8 @@ pub fn set_nice(nice: i32) -> std::io::Result<()> {
 /// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`): how
 /// much later than asked the kernel may end its sleeps (default 50 µs).
 pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {
-    // SAFETY: PR_SET_TIMERSLACK takes one integer and changes only the
-    // calling thread's timer slack.
-    let r = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Pins the calling thread to one CPU (`sched_setaffinity`). Threads it
-/// spawns afterwards inherit the pinning.
-pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
-    if cpu as usize >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("CPU {cpu} is beyond CPU_SETSIZE"),
-        ));
-    }
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set, CPU_SET
-    // writes inside it (index checked above), and sched_setaffinity reads
-    // exactly size_of::<cpu_set_t>() bytes from it. pid 0: this thread.
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    nix::sys::prctl::set_timerslack(ns as libc::c_ulong)?;
+    Ok(())
 }
 
 // The kernel round-trip test (veth + XDP + AF_XDP, root) is netns-tests/xsk.rs.

@@ -9,9 +9,11 @@
 //! publishes its consumer index with Release. Both sides cache the other's
 //! index and re-read it only when the cache says the ring is full / empty.
 
+use nix::sys::mman::{self, MapFlags, ProtFlags};
 use std::{
     io,
-    os::fd::RawFd,
+    num::NonZeroUsize,
+    os::fd::BorrowedFd,
     ptr::NonNull,
     sync::atomic::{AtomicU32, Ordering},
 };
@@ -40,29 +42,27 @@ unsafe impl<T: Send> Send for Ring<T> {}
 impl<T: Copy> Ring<T> {
     /// Maps the ring of `fd` at `pgoff` with the layout `off` the kernel gave.
     pub(super) fn map(
-        fd: RawFd,
+        fd: BorrowedFd<'_>,
         pgoff: libc::off_t,
         off: &libc::xdp_ring_offset,
         size: u32,
     ) -> io::Result<Self> {
         debug_assert!(size.is_power_of_two());
         let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
+        let len = NonZeroUsize::new(map_len).expect("a ring has a header");
         // SAFETY: a fresh shared mapping of the socket's ring; the kernel
         // checks pgoff and length against the ring it allocated.
         let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
+            mman::mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED | MapFlags::MAP_POPULATE,
                 fd,
                 pgoff,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base = p as *mut u8;
+        }?;
+        let base = p.as_ptr().cast::<u8>();
         // SAFETY: the offsets come from XDP_MMAP_OFFSETS for this ring and lie
         // inside the mapping; the kernel aligns them for their types.
         let at = |o: u64| unsafe { NonNull::new_unchecked(base.add(o as usize)) };
@@ -173,8 +173,6 @@ impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping made in `map`; no reference into
         // it outlives the ring (entries are copied out).
-        unsafe {
-            libc::munmap(self.map.as_ptr().cast(), self.map_len);
-        }
+        let _ = unsafe { mman::munmap(self.map.cast(), self.map_len) };
     }
 }

@@ -10,9 +10,11 @@
 
 use std::{
     io,
-    os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
+    os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd},
     sync::Arc,
 };
+
+use nix::{errno::Errno, sys::socket::MsgFlags};
 
 use super::Umem;
 use super::{
@@ -234,24 +236,31 @@ impl XskSocket {
                 hint: "mapping an AF_XDP ring failed; check `ulimit -l` and ring sizes",
             }
         };
+        // The socket the rings belong to, borrowed from its owner.
+        let ring_fd = match &own_fd {
+            Some(s) => s.as_fd(),
+            None => umem.region.owner_fd.as_fd(),
+        };
         let fill = Ring::<u64>::map(
-            fd,
+            ring_fd,
             libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
             &off.fr,
             opts.fill_size,
         )
         .map_err(map_err("mmap(fill ring)"))?;
         let comp = Ring::<u64>::map(
-            fd,
+            ring_fd,
             libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
             &off.cr,
             opts.comp_size,
         )
         .map_err(map_err("mmap(completion ring)"))?;
-        let rx = Ring::<libc::xdp_desc>::map(fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
-            .map_err(map_err("mmap(rx ring)"))?;
-        let tx = Ring::<libc::xdp_desc>::map(fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
-            .map_err(map_err("mmap(tx ring)"))?;
+        let rx =
+            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
+                .map_err(map_err("mmap(rx ring)"))?;
+        let tx =
+            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
+                .map_err(map_err("mmap(tx ring)"))?;
 
         let mut flags: u16 = 0;
         let mut shared_fd = 0u32;
@@ -451,30 +460,15 @@ impl XskSocket {
                 break;
             }
             self.kicks += 1;
-            // SAFETY: a zero-length sendto with no buffer and no address is the
-            // AF_XDP tx wake-up; the fd is our bound socket.
-            let r = unsafe {
-                libc::sendto(
-                    self.fd,
-                    std::ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null(),
-                    0,
-                )
-            };
-            if r < 0 {
+            // A zero-length send is the AF_XDP tx wake-up.
+            if let Err(e) = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT) {
                 // EAGAIN is the normal answer when the kernel stopped after
                 // its per-call budget (and also: completion ring full, device
                 // queue busy) — the progress check below decides whether to
                 // kick again. ENETDOWN, ENXIO, ...: give up until next flush.
-                let e = io::Error::last_os_error().raw_os_error();
                 if !matches!(
                     e,
-                    Some(libc::EAGAIN)
-                        | Some(libc::EBUSY)
-                        | Some(libc::ENOBUFS)
-                        | Some(libc::EINTR)
+                    Errno::EAGAIN | Errno::EBUSY | Errno::ENOBUFS | Errno::EINTR
                 ) {
                     break;
                 }
@@ -549,18 +543,9 @@ impl XskSocket {
 
     fn wake_rx(&mut self) {
         self.kicks += 1;
-        // SAFETY: a zero-length recvfrom with no buffer is the AF_XDP fill-ring
-        // wake-up; the fd is our bound socket.
-        unsafe {
-            libc::recvfrom(
-                self.fd,
-                std::ptr::null_mut(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            );
-        }
+        // A zero-length recv is the AF_XDP fill-ring wake-up; its answer
+        // carries nothing.
+        let _ = nix::sys::socket::recv(self.fd, &mut [], MsgFlags::MSG_DONTWAIT);
     }
 
     /// The UMEM passed in must be the one this socket is bound to: addresses

@@ -22,11 +22,12 @@
 //! `addr >> frame_shift`, and the free list and fill ring hold chunk starts.
 
 use std::{
-    io,
     os::fd::{AsRawFd, OwnedFd, RawFd},
     ptr::NonNull,
     sync::Arc,
 };
+
+use nix::sys::mman::{self, MapFlags, ProtFlags};
 
 use super::{BindMode, FrameAccounting, FrameAddr, XskError};
 use crate::packet::{FrameId, FrameStore};
@@ -68,9 +69,7 @@ impl Drop for Region {
         // uses it any more (they all held this Arc); the kernel pinned its own
         // reference to the pages at XDP_UMEM_REG and drops it with the socket,
         // whose fd (`owner_fd`) is closed right after this.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.len);
-        }
+        let _ = unsafe { mman::munmap(self.base.cast(), self.len) };
     }
 }
 
@@ -119,28 +118,25 @@ impl Umem {
             )));
         }
         let len = frames as usize * frame_size as usize;
+        let nz_len = std::num::NonZeroUsize::new(len).expect("frames > 0 checked above");
         // SAFETY: a fresh private anonymous mapping; no aliasing.
         let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
+            mman::mmap_anonymous(
+                None,
+                nz_len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE | MapFlags::MAP_POPULATE,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(XskError::Syscall {
-                op: "mmap of the UMEM",
-                source: io::Error::last_os_error(),
-                hint: "reduce the number of frames",
-            });
         }
-        let base = NonNull::new(p.cast::<u8>()).expect("mmap returned NULL");
+        .map_err(|e| XskError::Syscall {
+            op: "mmap of the UMEM",
+            source: e.into(),
+            hint: "reduce the number of frames",
+        })?;
+        let base = p.cast::<u8>();
         let unmap = |e| {
             // SAFETY: the mapping just made; nothing refers to it yet.
-            unsafe { libc::munmap(p, len) };
+            let _ = unsafe { mman::munmap(p, len) };
             e
         };
         let owner_fd = registered_socket(base, len, frame_size).map_err(unmap)?;
