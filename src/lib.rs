@@ -24,6 +24,7 @@ pub mod poll;
 pub mod port;
 pub mod preflight;
 pub mod report;
+pub mod raqm;
 pub mod rng;
 pub mod sched;
 pub mod shaper;
