@@ -543,7 +543,10 @@ impl RaqmPort {
         let Some(head) = self.viq.front() else {
             return t;
         };
-        at(head.held_at.saturating_add(self.cfg.stale).saturating_add(1));
+        at(head
+            .held_at
+            .saturating_add(self.cfg.stale)
+            .saturating_add(1));
         let (alpha, _) = self.cfg.alpha_n(self.state);
         let tokens = self.bucket.tokens();
         if tokens >= alpha {
@@ -694,5 +697,7 @@ impl Raqm {
     }
 }
 
+#[cfg(test)]
+mod switch_tests;
 #[cfg(test)]
 mod tests;

@@ -212,7 +212,11 @@ fn stale_acks_are_dropped_at_5ms() {
     assert_eq!(p.offer(ack(1, 0), 1, 100_000), Offer::Held);
     assert_eq!(p.offer(ack(2, 0), 1, 200_000), Offer::Held);
     // The next event includes the head's deadline.
-    assert_eq!(p.next_event(5, 150_000), Some(c.interval * 2), "next T first");
+    assert_eq!(
+        p.next_event(5, 150_000),
+        Some(c.interval * 2),
+        "next T first"
+    );
     let deadline = 100_000 + 5_000_000;
     let (_, dropped) = step(&mut p, 5, deadline);
     assert!(dropped.is_empty(), "5 ms exactly is not older than 5 ms");
@@ -295,16 +299,30 @@ fn unshaped_port_releases_at_once_when_idle() {
 
 /// Ethernet + IPv4/IPv6 + TCP (20 B header + `opts`), 10.0.0.a → 10.0.0.b
 /// (2001:db8::a → ::b), checksums filled.
-fn tcp_frame(
+pub(super) fn tcp_frame(
+    v6: bool,
+    ab: (u8, u8),
+    ports: (u16, u16),
+    fl: u8,
+    window: u16,
+    opts: &[u8],
+) -> Vec<u8> {
+    tcp_frame_with_payload(v6, ab, ports, fl, window, opts, 0)
+}
+
+/// [`tcp_frame`] with `payload` data bytes.
+pub(super) fn tcp_frame_with_payload(
     v6: bool,
     (a, b): (u8, u8),
     (sp, dp): (u16, u16),
     fl: u8,
     window: u16,
     opts: &[u8],
+    payload: usize,
 ) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, b, 2, 0, 0, 0, 0, a];
-    let tcp_len = 20 + opts.len();
+    let hdr_len = 20 + opts.len();
+    let tcp_len = hdr_len + payload;
     if v6 {
         f.extend_from_slice(&0x86ddu16.to_be_bytes());
         f.extend_from_slice(&[0x60, 0x00, 0, 0]);
@@ -322,11 +340,12 @@ fn tcp_frame(
     f.extend_from_slice(&sp.to_be_bytes());
     f.extend_from_slice(&dp.to_be_bytes());
     f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
-    f.push(((tcp_len / 4) as u8) << 4);
+    f.push(((hdr_len / 4) as u8) << 4);
     f.push(fl);
     f.extend_from_slice(&window.to_be_bytes());
     f.extend_from_slice(&[0, 0, 0, 0]);
     f.extend_from_slice(opts);
+    f.extend((0..payload).map(|i| i as u8));
     fix_checksums(&mut f, 14);
     f
 }
@@ -338,7 +357,14 @@ fn syn(v6: bool, opts: &[u8]) -> Vec<u8> {
     tcp_frame(v6, (1, 2), (40000, 5201), flags::SYN, 64240, opts)
 }
 fn syn_ack(v6: bool, opts: &[u8]) -> Vec<u8> {
-    tcp_frame(v6, (2, 1), (5201, 40000), flags::SYN | flags::ACK, 65160, opts)
+    tcp_frame(
+        v6,
+        (2, 1),
+        (5201, 40000),
+        flags::SYN | flags::ACK,
+        65160,
+        opts,
+    )
 }
 /// The receiver's (10.0.0.2) pure ACK to the sender, raw window 501.
 fn rx_ack(v6: bool) -> Vec<u8> {
