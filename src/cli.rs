@@ -152,9 +152,15 @@ pub struct RunArgs {
     /// DSCP → queue map: `mod` (default: DSCP mod queues), `46=0,10=1` pairs, or 64 queue numbers.
     #[arg(long)]
     pub dscp_map: Option<String>,
-    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred.
+    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred; or r-aqm (reverse-path ACK control, r-aqm.txt) with a forward AQM: r-aqm+NAME or --raqm-forward (default dctcp).
     #[arg(long)]
     pub aqm: Option<String>,
+    /// With --aqm r-aqm: the forward-path AQM (default dctcp, the paper's "R-AQM (ECN)"); --aqm-opt sets its parameters.
+    #[arg(long)]
+    pub raqm_forward: Option<String>,
+    /// R-AQM parameter KEY=VALUE (repeatable), e.g. k_min_pkts=20, interval=60us, rwnd_threshold_pkts=40.
+    #[arg(long = "raqm-opt", value_name = "KEY=VALUE")]
+    pub raqm_opt: Vec<String>,
     /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
     #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
     pub aqm_opt: Vec<String>,

@@ -614,3 +614,104 @@ proptest! {
         prop_assert!(p.counters.acks_released <= max_out);
     }
 }
+
+// ------------------------------------------------------------- settings
+
+fn resolve(list: &[&str]) -> Result<crate::config::Settings, String> {
+    use clap::Parser;
+    let mut v = vec!["softswitch"];
+    v.extend_from_slice(list);
+    let cli = crate::cli::Cli::try_parse_from(v).map_err(|e| e.to_string())?;
+    crate::config::resolve(&cli.run).map_err(|e| e.to_string())
+}
+
+#[test]
+fn aqm_r_aqm_names_a_forward_aqm_and_scales_defaults() {
+    let s = resolve(&[
+        "--ports", "a,b", "--aqm", "r-aqm", "--rate", "10gbit", "--rtt", "12us",
+    ])
+    .unwrap();
+    assert_eq!(s.ports[0].aqm.name(), "dctcp", "the paper's R-AQM (ECN)");
+    let r = s.raqm.clone().unwrap();
+    // 10 Gbit/s × 12 µs = 15 KB ≈ 10 frames; T = 3 µs as in §VI-A.
+    assert_eq!((r.k_min_pkts, r.k_max_pkts, r.interval), (10, 20, 3_000));
+    assert!(s.describe().contains("r-aqm (r-aqm.txt §IV)"));
+    let s = resolve(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "r-aqm+tcn",
+        "--raqm-opt",
+        "k_min_pkts=20",
+        "--raqm-opt",
+        "k-max-pkts=40",
+        "--raqm-opt",
+        "interval=3us",
+    ])
+    .unwrap();
+    assert_eq!(s.ports[0].aqm.name(), "tcn");
+    let r = s.raqm.unwrap();
+    assert_eq!((r.k_min_pkts, r.k_max_pkts, r.interval), (20, 40, 3_000));
+    let s = resolve(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "r-aqm",
+        "--raqm-forward",
+        "droptail",
+    ])
+    .unwrap();
+    assert_eq!(s.ports[0].aqm.name(), "droptail");
+    assert!(resolve(&["--ports", "a", "--aqm", "tcn"])
+        .unwrap()
+        .raqm
+        .is_none());
+}
+
+#[test]
+fn r_aqm_mistakes_name_the_option() {
+    let e = resolve(&["--ports", "a", "--aqm", "r-aqm", "--raqm-opt", "kmin=3"]).unwrap_err();
+    assert!(e.contains("kmin") && e.contains("k_min_pkts"), "{e}");
+    let e = resolve(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "r-aqm",
+        "--raqm-opt",
+        "interval=soon",
+    ])
+    .unwrap_err();
+    assert!(e.contains("interval"), "{e}");
+    let e = resolve(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "r-aqm",
+        "--raqm-opt",
+        "k_min_pkts=99",
+    ])
+    .unwrap_err();
+    assert!(e.contains("k_max_pkts"), "{e}");
+    let e = resolve(&["--ports", "a", "--aqm", "tcn", "--raqm-opt", "k_min_pkts=3"]).unwrap_err();
+    assert!(e.contains("--aqm r-aqm"), "{e}");
+    let e = resolve(&["--ports", "a", "--aqm", "r-aqm+pie"]).unwrap_err();
+    assert!(e.contains("pie"), "{e}");
+    let e = resolve(&["--ports", "a", "--aqm", "r-aqm+r-aqm"]).unwrap_err();
+    assert!(e.contains("forward"), "{e}");
+}
+
+#[test]
+fn report_renders_r_aqm_counters() {
+    let mut p = RaqmPort::new(cfg(), Rate::gbit(1), 0);
+    step(&mut p, 5, cfg().interval);
+    p.offer(ack(1, 0), 1, cfg().interval);
+    let r = Raqm {
+        ports: vec![p],
+        scales: WindowScales::default(),
+    };
+    let snap = serde_json::json!({"elapsed_s": 1.0, "ports": [{"name": "p0", "raqm": r.report(0, 2 * cfg().interval)}]});
+    let text = crate::report::render(&snap);
+    assert!(text.contains("r-aqm: congested"), "{text}");
+    assert!(text.contains("held 1"), "{text}");
+    assert!(text.contains("CS 0.1 ms"), "{text}");
+}
