@@ -87,6 +87,9 @@ pub struct TopoUpArgs {
     /// Disable ECN negotiation on the hosts.
     #[arg(long)]
     pub no_ecn: bool,
+    /// ACK every segment (`quickack 1` on the hosts' route, no delayed ACKs), as R-AQM's hosts do.
+    #[arg(long)]
+    pub quickack: bool,
 }
 
 /// Settings of the switch itself.
