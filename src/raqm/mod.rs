@@ -48,8 +48,8 @@
 //!   ACKs would only leave as stale drops. While P's egress is empty and its
 //!   VIQ is not, tokens accrue at P's link rate (what P could send). Off:
 //!   the strict departures-only bucket.
-//! * **Header rewrites** (§IV-D "Interaction with TCP CC"): when output queue
-//!   + VIQ (packets) exceeds the ECN threshold, the leaving ACK gets ECE
+//! * **Header rewrites** (§IV-D "Interaction with TCP CC"): when the output
+//!   queue plus the VIQ (packets) exceeds the ECN threshold, the leaving ACK gets ECE
 //!   (`ece_threshold_pkts`, default the forward DCTCP K = C·RTT in MTU
 //!   frames); when it exceeds the HSCC threshold its receive window is set
 //!   to 1 MSS (`rwnd_threshold_pkts`, off by default as in the paper's ECN
