@@ -65,6 +65,7 @@ fn dctcp_incast_through_r_aqm_holds_acks() {
         stop: Arc::new(AtomicBool::new(false)),
         fault: None,
         prefix: Some(prefix.clone()),
+        scaling: None,
     };
     let result = exp::run(&sc, "raqm-test", &opts);
     let left = leftovers(&prefix, &out);
