@@ -87,6 +87,9 @@ pub struct TopoUpArgs {
     /// Disable ECN negotiation on the hosts.
     #[arg(long)]
     pub no_ecn: bool,
+    /// ACK every segment (`quickack 1` on the hosts' route, no delayed ACKs), as R-AQM's hosts do.
+    #[arg(long)]
+    pub quickack: bool,
 }
 
 /// Settings of the switch itself.
@@ -155,9 +158,15 @@ pub struct RunArgs {
     /// Classifier: `dscp` (the DSCP map, default) or `flow[,temp=0|none][,pass-limit=SIZE][,timeout=TIME]` (per-flow queues by 5-tuple, DiffECN's QMU; the default with --aqm diffecn).
     #[arg(long)]
     pub classify: Option<String>,
-    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred, diffecn.
+    /// AQM: droptail, red, dctcp, mq-ecn, tcn, codel, ecn-sharp, pred, diffecn; or r-aqm (reverse-path ACK control, r-aqm.txt) with a forward AQM: r-aqm+NAME or --raqm-forward (default dctcp).
     #[arg(long)]
     pub aqm: Option<String>,
+    /// With --aqm r-aqm: the forward-path AQM (default dctcp, the paper's "R-AQM (ECN)"); --aqm-opt sets its parameters.
+    #[arg(long)]
+    pub raqm_forward: Option<String>,
+    /// R-AQM parameter KEY=VALUE (repeatable), e.g. k_min_pkts=20, interval=60us, rwnd_threshold_pkts=40.
+    #[arg(long = "raqm-opt", value_name = "KEY=VALUE")]
+    pub raqm_opt: Vec<String>,
     /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
     #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
     pub aqm_opt: Vec<String>,

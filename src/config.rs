@@ -11,7 +11,9 @@
 //! sched = "dwrr"          # sp | dwrr | wfq | sp+dwrr | sp+wfq
 //! quantum = [1514]        # per queue (one value = all queues)
 //! classify = "dscp"       # dscp | flow[,temp=0|none][,pass-limit=15140b][,timeout=375us]
-//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp | pred | diffecn
+//! aqm = "tcn"             # droptail | red | dctcp | mq-ecn | tcn | codel | ecn-sharp | pred | diffecn | r-aqm[+forward]
+//! raqm_forward = "dctcp"  # with aqm = "r-aqm": the forward-path AQM
+//! [raqm_opts]             # R-AQM's parameters (src/raqm), e.g. k_min_pkts = 20
 //! [aqm_opts]              # the AQM's own parameters, e.g.
 //! threshold = "100us"
 //! [port.veth1]            # per-port overrides
@@ -103,6 +105,10 @@ pub struct FileConfig {
     pub aqm: Option<String>,
     /// AQM parameters.
     pub aqm_opts: Option<BTreeMap<String, toml::Value>>,
+    /// With `aqm = "r-aqm"`: the forward-path AQM.
+    pub raqm_forward: Option<String>,
+    /// R-AQM parameters.
+    pub raqm_opts: Option<BTreeMap<String, toml::Value>>,
     /// What to do with a packet the AQM marks but that is Not-ECT: pass (default) | drop.
     pub not_ect: Option<String>,
     /// MAC ageing time.
@@ -279,6 +285,8 @@ pub struct Settings {
     pub guard: crate::fidelity::Thresholds,
     /// Capture (`--pcap`), if on.
     pub pcap: Option<crate::capture::PcapSettings>,
+    /// R-AQM on the reverse path (`--aqm r-aqm`), with its parameters.
+    pub raqm: Option<crate::raqm::Config>,
 }
 
 impl Settings {
@@ -336,6 +344,9 @@ impl Settings {
                 "data path: --poll {} (sleeps until just before the next departure while backlogged)\n",
                 self.poll
             ));
+        }
+        if let Some(r) = &self.raqm {
+            out.push_str(&format!("reverse path: {}\n", r.describe()));
         }
         let g = &self.guard;
         out.push_str(&format!(
@@ -421,7 +432,30 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         }
     }
 
-    let aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
+    let mut aqm_name = pick(&args.aqm, &file.aqm, "droptail").to_string();
+    let raqm_on = match crate::raqm::parse_aqm_name(&aqm_name) {
+        Some(forward) => {
+            aqm_name = forward
+                .map(str::to_string)
+                .or(args.raqm_forward.clone())
+                .or(file.raqm_forward.clone())
+                .unwrap_or_else(|| crate::raqm::DEFAULT_FORWARD_AQM.to_string());
+            if crate::raqm::parse_aqm_name(&aqm_name).is_some() {
+                return Err(ConfigError::Invalid(format!(
+                    "--raqm-forward {aqm_name}: name a forward-path AQM (dctcp, tcn, ...), not r-aqm"
+                )));
+            }
+            true
+        }
+        None => {
+            if args.raqm_forward.is_some() || !args.raqm_opt.is_empty() {
+                return Err(ConfigError::Invalid(
+                    "--raqm-forward / --raqm-opt need --aqm r-aqm".into(),
+                ));
+            }
+            false
+        }
+    };
     let diffecn = aqm_name.trim().eq_ignore_ascii_case("diffecn");
     let per_flow = diffecn
         || args
@@ -613,6 +647,28 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             delay_ns,
         });
     }
+    let raqm = if raqm_on {
+        let mut cli = Vec::new();
+        for s in &args.raqm_opt {
+            let (k, v) = key_value("--raqm-opt", s)?;
+            cli.push((k.to_string(), v.to_string()));
+        }
+        let from_file: Vec<(String, toml::Value)> = file
+            .raqm_opts
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        // One parameter set for the switch, scaled to the first port's link.
+        let env = &out[0].env;
+        let cfg = crate::raqm::Config::for_link(env.rate, rtt_ns)
+            .with_overrides(&from_file)
+            .and_then(|c| c.with_cli_overrides(&cli))
+            .map_err(|e| ConfigError::Invalid(format!("--aqm r-aqm: {e}")))?;
+        Some(cfg)
+    } else {
+        None
+    };
     let duration_ns = match &args.duration {
         Some(d) => Some(time_setting("duration", d)?),
         None => None,
@@ -620,6 +676,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
     let pcap = crate::capture::PcapSettings::resolve(args, &file, &ports)?;
     Ok(Settings {
         pcap,
+        raqm,
         ports: out,
         force: args.force,
         frames: args.frames.or(file.frames),

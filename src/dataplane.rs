@@ -149,7 +149,12 @@ pub fn frames_needed(settings: &Settings, sockets: u32, opts: &XskOptions) -> u3
             buffer + wire
         })
         .sum();
-    (rings + ports + 1024).min(u32::MAX as u64) as u32
+    // R-AQM's VIQs hold ACK frames too.
+    let viqs = settings
+        .raqm
+        .as_ref()
+        .map_or(0, |r| r.viq_limit_pkts as u64 * settings.ports.len() as u64);
+    (rings + ports + viqs + 1024).min(u32::MAX as u64) as u32
 }
 
 /// Number of RX queues of an interface (one AF_XDP socket each).
@@ -209,6 +214,11 @@ pub fn snapshot(
         "mac_entries": sw.bridge().entries(),
         "ports": ports,
     });
+    if let Some(r) = sw.raqm() {
+        for i in 0..sw.ports().len() {
+            v["ports"][i]["raqm"] = r.report(i, now);
+        }
+    }
     let stalls = passes.map(|p| p.stalls(now));
     if let Some(p) = passes {
         v["loop"] = p.report();
@@ -254,7 +264,12 @@ pub fn build_switch(settings: &Settings) -> Result<Switch<AqmKind>> {
         ageing_ns: settings.ageing_ns,
         ..BridgeConfig::default()
     };
-    Switch::new(specs, bridge, 0, settings.seed).map_err(|e| anyhow::anyhow!("{e}"))
+    let mut sw =
+        Switch::new(specs, bridge, 0, settings.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(r) = &settings.raqm {
+        sw.enable_raqm(r, 0);
+    }
+    Ok(sw)
 }
 
 /// Runs the switch on real interfaces until `stop` is set or the duration ends.

@@ -23,6 +23,7 @@ pub mod packet;
 pub mod poll;
 pub mod port;
 pub mod preflight;
+pub mod raqm;
 pub mod report;
 pub mod rng;
 pub mod sched;

@@ -74,6 +74,7 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         cc: a.cc.parse().map_err(|e| anyhow::anyhow!("--cc: {e}"))?,
         ecn: !a.no_ecn,
         rto_min,
+        quickack: a.quickack,
         ..topo::TopoConfig::default()
     };
     let t = topo::up(&cfg)?;

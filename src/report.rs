@@ -150,6 +150,28 @@ pub fn render(snap: &Value) -> String {
             s["max_us"].as_f64().unwrap_or(0.0),
             u(&eg["max_backlog_bytes"]),
         ));
+        let r = &p["raqm"];
+        if r.is_object() {
+            let f = |k: &str| r["state_ms"][k].as_f64().unwrap_or(0.0);
+            out.push_str(&format!(
+                "  r-aqm: {} | ACKs seen {} passed {} held {} released {} | dropped stale {} viq-full {} | VIQ {} (max {}) | rewrites ece {} rwnd {} (scale unknown {}) | NS {:.1} ms DS {:.1} ms CS {:.1} ms\n",
+                r["state"].as_str().unwrap_or("?"),
+                u(&r["acks_seen"]),
+                u(&r["acks_passed"]),
+                u(&r["acks_held"]),
+                u(&r["acks_released"]),
+                u(&r["dropped_stale"]),
+                u(&r["dropped_viq_full"]),
+                u(&r["viq_pkts"]),
+                u(&r["viq_max"]),
+                u(&r["rewrites"]["ece"]),
+                u(&r["rewrites"]["rwnd"]),
+                u(&r["rewrites"]["rwnd_unknown_scale"]),
+                f("normal"),
+                f("draining"),
+                f("congested"),
+            ));
+        }
         let l = &p["link"];
         if u(&l["busy_ns"]) > 0 {
             out.push_str(&format!(

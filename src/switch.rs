@@ -11,10 +11,13 @@
 //! and transmits what [`Switch::poll`] hands out; tests and simulations drive the
 //! same code with a [`VecStore`](crate::packet::VecStore) and a manual clock.
 //!
-//! Seam for R-AQM (SPEC §2, r-aqm.txt §IV): pure ACKs heading back from a
-//! congested port's receiver will be diverted at [`Switch::ingress`] after the
-//! forwarding decision into a per-port virtual input queue released by a token
-//! bucket fed by that port's departures ([`Switch::poll`] knows departures).
+//! R-AQM (SPEC §2, r-aqm.txt §IV; the core is [`crate::raqm`]): with
+//! [`Switch::enable_raqm`], a pure ACK arriving on port P is offered to P's
+//! virtual input queue after the forwarding decision (unicast only); P's
+//! departures credit its token bucket in [`Switch::poll`], which first
+//! releases what the buckets allow (collect, then enqueue on the egress ports
+//! the bridge chose) and [`Switch::next_event`] includes the VIQ deadlines.
+//! SYNs teach R-AQM the flows' window scales.
 
 use serde::Serialize;
 
@@ -24,6 +27,7 @@ use crate::capture::{Capture, CaptureConfig, Fate, PortTrace};
 use crate::delay::DelayLine;
 use crate::packet::{FrameId, FrameStore, Packet};
 use crate::port::{EgressPort, PortConfig, PortConfigError};
+use crate::raqm::{self, AckDrop, Offer, Raqm};
 use crate::units::Nanos;
 use crate::wire;
 
@@ -77,6 +81,10 @@ pub struct Switch<A: Aqm> {
     ports: Vec<SwitchPort<A>>,
     /// Capture (`--pcap`); None: off, one branch per hook.
     capture: Option<Box<Capture>>,
+    raqm: Option<Raqm>,
+    /// Scratch for R-AQM releases and stale drops (no allocation per poll).
+    raqm_out: Vec<(u16, Packet)>,
+    raqm_dropped: Vec<Packet>,
 }
 
 impl<A: Aqm> Switch<A> {
@@ -102,6 +110,9 @@ impl<A: Aqm> Switch<A> {
             bridge: Bridge::new(n, bridge),
             ports,
             capture: None,
+            raqm: None,
+            raqm_out: Vec::new(),
+            raqm_dropped: Vec::new(),
         })
     }
 
@@ -131,6 +142,20 @@ impl<A: Aqm> Switch<A> {
                 c.after_enqueue(out as u16, t);
             }
         }
+    }
+
+    /// Turns R-AQM on for every port (each port's VIQ holds the pure ACKs
+    /// arriving on it; its bucket is fed by its own departures).
+    pub fn enable_raqm(&mut self, cfg: &raqm::Config, now: Nanos) {
+        let rates: Vec<_> = self.ports.iter().map(|p| p.egress.config().rate).collect();
+        self.raqm = Some(Raqm::new(cfg, &rates, now));
+        self.raqm_out = Vec::with_capacity(1024);
+        self.raqm_dropped = Vec::with_capacity(1024);
+    }
+
+    /// R-AQM's state, when enabled.
+    pub fn raqm(&self) -> Option<&Raqm> {
+        self.raqm.as_ref()
     }
 
     /// The ports, by number.
@@ -190,8 +215,31 @@ impl<A: Aqm> Switch<A> {
             Err(_) => return self.ingress_drop(port, frame, DropReason::Malformed, store),
         };
         let pkt = Packet::new(frame, len, info.l3, port);
+        let tcp = info.l3.and_then(|l| l.tcp);
+        if let (Some(r), Some(l3), Some(t)) = (&mut self.raqm, &info.l3, tcp) {
+            if t.flags & wire::tcp::flags::SYN != 0 {
+                r.scales.learn(store.bytes_mut(frame, len), l3);
+            }
+        }
         match self.bridge.learn_and_forward(port, info.src, info.dst, now) {
             Forward::Unicast(out) if (out as usize) < self.ports.len() => {
+                if tcp.is_some_and(|t| t.is_pure_ack()) {
+                    if let Some(r) = &mut self.raqm {
+                        let rp = &mut r.ports[port as usize];
+                        match rp.offer(pkt, out, now) {
+                            Offer::Pass(pkt) => {
+                                let q = self.ports[port as usize].egress.backlog_pkts();
+                                rp.rewrite(&pkt, q, &r.scales, store);
+                                self.enqueue_on(out as usize, pkt, now, store);
+                            }
+                            Offer::Held => {}
+                            Offer::Dropped(pkt, why) => {
+                                self.ingress_drop(port, pkt.frame, ack_drop_reason(why), store)
+                            }
+                        }
+                        return;
+                    }
+                }
                 self.enqueue_on(out as usize, pkt, now, store);
             }
             Forward::Unicast(_) => self.ingress_drop(port, frame, DropReason::Malformed, store),
@@ -247,6 +295,9 @@ impl<A: Aqm> Switch<A> {
         store: &mut S,
         mut tx: impl FnMut(u16, Packet),
     ) {
+        if self.raqm.is_some() {
+            self.raqm_release(now, store);
+        }
         let mut capture = self.capture.as_deref_mut();
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.egress.tick(now);
@@ -258,6 +309,9 @@ impl<A: Aqm> Switch<A> {
                     }
                 }
                 let Some(pkt) = out else { break };
+                if let Some(r) = &mut self.raqm {
+                    r.ports[i].on_departure(pkt.len as u64);
+                }
                 p.wire.push(pkt, now);
             }
             while let Some(pkt) = p.wire.pop_ready(now) {
@@ -271,8 +325,40 @@ impl<A: Aqm> Switch<A> {
         }
     }
 
+    /// R-AQM's step on every port: state machines, stale drops, releases
+    /// (collected first, then rewritten and enqueued on their egress ports).
+    fn raqm_release<S: FrameStore>(&mut self, now: Nanos, store: &mut S) {
+        let Some(r) = &mut self.raqm else { return };
+        let mut out = std::mem::take(&mut self.raqm_out);
+        let mut dropped = std::mem::take(&mut self.raqm_dropped);
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            let q = p.egress.backlog_pkts();
+            let rp = &mut r.ports[i];
+            let first = out.len();
+            rp.step(q, now, &mut out, &mut dropped);
+            for (_, pkt) in &out[first..] {
+                rp.rewrite(pkt, q, &r.scales, store);
+            }
+            for pkt in dropped.drain(..) {
+                p.io.ingress_drops[DropReason::Stale as usize] += 1;
+                store.release(pkt.frame);
+            }
+        }
+        for (o, pkt) in out.drain(..) {
+            self.enqueue_on(o as usize, pkt, now, store);
+        }
+        self.raqm_out = out;
+        self.raqm_dropped = dropped;
+    }
+
     /// The earliest time `poll` has something to do (None: all idle).
     pub fn next_event(&self, now: Nanos) -> Option<Nanos> {
+        let raqm = self.raqm.as_ref().into_iter().flat_map(|r| {
+            r.ports
+                .iter()
+                .zip(&self.ports)
+                .map(move |(rp, p)| rp.next_event(p.egress.backlog_pkts(), now))
+        });
         self.ports
             .iter()
             .flat_map(|p| {
@@ -282,20 +368,33 @@ impl<A: Aqm> Switch<A> {
                     p.egress.aqm().next_tick(),
                 ]
             })
+            .chain(raqm)
             .flatten()
             .min()
     }
 
-    /// Packets held anywhere in the switch (queues + wires).
+    /// Packets held anywhere in the switch (queues + wires + R-AQM's VIQs).
     pub fn held_packets(&self) -> u64 {
+        let viq: u64 = self
+            .raqm
+            .as_ref()
+            .map_or(0, |r| r.ports.iter().map(|p| p.viq_len() as u64).sum());
         self.ports
             .iter()
             .map(|p| p.egress.backlog_pkts() as u64 + p.wire.len() as u64)
-            .sum()
+            .sum::<u64>()
+            + viq
     }
 
     /// Releases every held frame (shutdown).
     pub fn drain<S: FrameStore>(&mut self, store: &mut S) {
+        if let Some(r) = &mut self.raqm {
+            for rp in &mut r.ports {
+                for h in rp.drain() {
+                    store.release(h.pkt.frame);
+                }
+            }
+        }
         if let Some(c) = self.capture.as_deref_mut() {
             c.drain();
         }
@@ -305,6 +404,14 @@ impl<A: Aqm> Switch<A> {
                 store.release(pkt.frame);
             }
         }
+    }
+}
+
+/// The switch's drop reason for an ACK R-AQM dropped.
+fn ack_drop_reason(why: AckDrop) -> DropReason {
+    match why {
+        AckDrop::ViqFull => DropReason::QueueLimit,
+        AckDrop::Stale => DropReason::Stale,
     }
 }
 

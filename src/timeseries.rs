@@ -9,7 +9,10 @@
 //! ports' gauges to `q.port.csv` ([`port_series_path`]) in long form,
 //! `t_us,port,name,value`: the fidelity guard (`link_busy_us`,
 //! `link_lost_us`, `link_excess_pkts`, cumulative), the AQM's own state
-//! (`Aqm::gauges`: N_flow, K_p, slope, ...), and switch-wide rows with an
+//! (`Aqm::gauges`: N_flow, K_p, slope, ...), R-AQM's (`raqm_state` 0/1/2 =
+//! normal/draining/congested, `raqm_viq_pkts`, `raqm_tokens`, cumulative
+//! `raqm_held`, `raqm_released`, `raqm_dropped_stale`, `raqm_rewrite_*`),
+//! and switch-wide rows with an
 //! empty port (`loop_stalls`, `loop_stalled_us`, cumulative).
 
 use std::io::{BufWriter, Write};
@@ -137,6 +140,9 @@ pub fn sample<A: Aqm>(
         port.egress.aqm().gauges(&mut gauge);
         if let Some(f) = port.egress.flows() {
             f.gauges(&mut gauge);
+        }
+        if let Some(r) = sw.raqm() {
+            r.ports[p].gauges(&mut gauge);
         }
         for (q, c) in port.egress.counters().queues.iter().enumerate() {
             out.queues.push(Sample {

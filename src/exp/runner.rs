@@ -310,6 +310,7 @@ fn run_inner(
             .map(|r| parse_duration(r).map(Duration::from_nanos))
             .transpose()
             .map_err(|e| anyhow!("topology.rto_min: {e}"))?,
+        quickack: sc.topology.quickack,
         cc: sc
             .topology
             .cc
@@ -937,7 +938,7 @@ fn start_traffic(
             let SweepValue::Fanin(n) = combo.sweep else {
                 bail!("incast combo without a fan-in")
             };
-            let servers: Vec<String> = i.servers[..n].iter().map(|&h| addr(h)).collect();
+            let servers: Vec<String> = i.senders(n).iter().map(|&h| addr(h)).collect();
             spawn(
                 i.receiver,
                 vec![

@@ -107,6 +107,10 @@ pub struct TopologySpec {
     /// Congestion control of the hosts (default `dctcp`).
     #[serde(default)]
     pub cc: Option<String>,
+    /// ACK every segment (`quickack 1` on the hosts' route), the per-packet
+    /// ACKs R-AQM assumes (r-aqm.txt §IV-F). Default false.
+    #[serde(default)]
+    pub quickack: bool,
     /// Extra one-way delay on the switch port towards a host, e.g.
     /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
     #[serde(default)]
@@ -249,6 +253,24 @@ pub struct IncastSpec {
     /// DSCP of every flow.
     #[serde(default)]
     pub dscp: u8,
+    /// Fan-ins above the number of servers reuse them in turn: fan-in `n`
+    /// opens `n` connections, the `k`-th to `servers[k mod len]` (several
+    /// responders per sending host, as the R-AQM incast of 1000 senders
+    /// needs on a machine with few namespaces). Default false.
+    #[serde(default)]
+    pub cycle_servers: bool,
+}
+
+impl IncastSpec {
+    /// The sending hosts of fan-in `n`, one entry per connection.
+    pub fn senders(&self, n: usize) -> Vec<usize> {
+        if self.servers.is_empty() {
+            return Vec::new();
+        }
+        (0..n)
+            .map(|k| self.servers[k % self.servers.len()])
+            .collect()
+    }
 }
 
 fn default_queries() -> u32 {
@@ -481,9 +503,14 @@ impl Scenario {
         }
         for a in &sw.aqm {
             let kind = aqm_kind(a);
+            // R-AQM with its forward AQM: `r-aqm` (dctcp) or `r-aqm+tcn`.
+            let kind = match crate::raqm::parse_aqm_name(kind) {
+                Some(forward) => forward.unwrap_or(crate::raqm::DEFAULT_FORWARD_AQM),
+                None => kind,
+            };
             if !AQM_NAMES.contains(&kind) {
                 return bad(format!(
-                    "switch.aqm: unknown AQM `{kind}` — choose from {} (a variant is written kind@label, e.g. dctcp@port)",
+                    "switch.aqm: unknown AQM `{kind}` — choose from {}, or r-aqm / r-aqm+<forward AQM> (a variant is written kind@label, e.g. dctcp@port)",
                     AQM_NAMES.join(", ")
                 ));
             }
@@ -603,7 +630,7 @@ impl Scenario {
                     ));
                 }
                 for &n in &i.fanin {
-                    if n == 0 || n > i.servers.len() {
+                    if n == 0 || (n > i.servers.len() && !i.cycle_servers) {
                         return bad(format!(
                             "traffic.fanin {n} needs {n} senders but traffic.servers has {} (topology.hosts = {}) — add hosts or lower the fan-in",
                             i.servers.len(),

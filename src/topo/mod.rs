@@ -107,6 +107,10 @@ pub struct TopoConfig {
     /// Minimum RTO on the subnet route (`ip route ... rto_min`), whole
     /// milliseconds; `None` keeps the kernel's 200 ms.
     pub rto_min: Option<Duration>,
+    /// `quickack 1` on the subnet route: the receiver ACKs every segment
+    /// (no delayed ACKs), the per-packet ACK clock R-AQM assumes
+    /// (r-aqm.txt §IV-F "Different ACK Mechanism").
+    pub quickack: bool,
 }
 
 impl Default for TopoConfig {
@@ -119,6 +123,7 @@ impl Default for TopoConfig {
             cc: CongestionControl::Dctcp,
             ecn: true,
             rto_min: None,
+            quickack: false,
         }
     }
 }
@@ -543,17 +548,23 @@ fn build_host(
         ]),
         "the pfifo qdisc (CONFIG_NET_SCH_FIFO) is needed",
     )?;
-    if let Some(rto) = cfg.rto_min {
-        let ms = format!("{}ms", rto.as_millis());
+    if cfg.rto_min.is_some() || cfg.quickack {
         let net = cfg.subnet.to_string();
         let src = ip.to_string();
-        cmd::run(
-            ip_cmd().args([
-                "-n", &ns, "route", "replace", &net, "dev", host_if, "proto", "kernel", "scope",
-                "link", "src", &src, "rto_min", &ms,
-            ]),
-            "",
-        )?;
+        let mut args: Vec<String> = [
+            "-n", &ns, "route", "replace", &net, "dev", host_if, "proto", "kernel", "scope",
+            "link", "src", &src,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if let Some(rto) = cfg.rto_min {
+            args.extend(["rto_min".to_string(), format!("{}ms", rto.as_millis())]);
+        }
+        if cfg.quickack {
+            args.extend(["quickack".to_string(), "1".to_string()]);
+        }
+        cmd::run(ip_cmd().args(&args), "")?;
     }
 
     Ok(Host {

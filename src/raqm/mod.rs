@@ -1,0 +1,782 @@
+//! R-AQM — Reverse ACK Active Queue Management.
+//!
+//! Xinle Du, Ke Xu, Lei Xu, Kai Zheng, Meng Shen, Bo Wu, Tong Li, "R-AQM:
+//! Reverse ACK Active Queue Management in Multitenant Data Centers",
+//! IEEE/ACM ToN 31(2), 2023 (`papers/r-aqm.txt`).
+//!
+//! The switch holds the receiver's pure ACKs in a virtual input queue (VIQ)
+//! of the port they arrive on — the congested port P, whose egress carries
+//! the data they acknowledge — and releases them with a token bucket fed by
+//! P's departures, so the senders' ACK clock follows P's drain rate
+//! (§III, §IV-A, §IV-B, Fig. 4). No I/O and no clock: time is an argument.
+//!
+//! * **Which ACKs** (§IV-A): pure ACKs — ACK set, no payload, no SYN/FIN/RST
+//!   ([`crate::wire::TcpInfo::is_pure_ack`]). Everything else passes.
+//! * **VIQ** (§IV-A, §VI-A): FIFO per port, `viq_limit_pkts` = 500 ACKs
+//!   (the simulations' "500 packets"); an ACK arriving at a full VIQ is
+//!   dropped (counted `viq_full`).
+//! * **Staleness** (§IV-D "Interaction with TCP RTO"): an ACK that has been
+//!   held more than `stale` = 5 ms when it would leave is dropped (counted
+//!   `stale`). We also drop it at that deadline rather than only at exit,
+//!   which drops the same ACKs and frees the VIQ slot earlier.
+//! * **Token bucket** (§IV-B, Algorithm 1): tokens are bytes of frames that
+//!   left P's egress. `viq_send()`: in state S with `tokens ≥ α_S`,
+//!   `tokens −= α_S` and `n_S` ACKs leave. α/n = 1 (NS), 0.5 (DS), 10 (CS)
+//!   (§IV-F, §VI-A): defaults α = 1514 B (one full-sized frame: in NS one
+//!   ACK per data frame departed, the per-packet ACK clock of §IV-F) with
+//!   n = 1; DS α = 1514, n = 2; CS α = 15140, n = 1. Algorithm 1 line 3 is
+//!   printed `token ← α`; we read it as the consumption its caption
+//!   describes ("α … the number of tokens consumed").
+//! * **Bucket depth** (paper silent): `bucket_bytes` = α_CS, the least that
+//!   lets CS ever release; a token bucket never holds more than its depth.
+//! * **State machine** (§IV-C, Fig. 5): every `interval` T the port's output
+//!   queue length q (packets, all queues) is compared with its value one T
+//!   earlier. Growing by ≥ `trend_min_pkts` → CS "no matter how long the
+//!   current queue is" (burst); shrinking by ≥ `trend_min_pkts` → DS ("the
+//!   burst has ended"); otherwise by thresholds: q > K_max → CS, q < K_min →
+//!   DS ("the forward queue is about to empty"), else NS ("the steady
+//!   state"; "K_max and K_min represent the maximum and minimum values in
+//!   the steady state", §IV-F). Fig. 5 itself is not in the text; this is
+//!   its reading from §IV-C and §IV-F.
+//! * **When ACKs are held**: an ACK goes into the VIQ when P is in CS or the
+//!   VIQ already holds ACKs (FIFO order within the port, so within every
+//!   flow); in NS / DS with an empty VIQ it passes at once ("R-AQM is only
+//!   triggered to avoid packet dropping", §V).
+//! * **Idle credit** (`idle_credit`, our reading of §IV-C "R-AQM needs to
+//!   ensure that the ACK is sent at a low rate, but not stopped"): while P's
+//!   egress is empty no frame departs, so no token would ever come and held
+//!   ACKs would only leave as stale drops. While P's egress is empty and its
+//!   VIQ is not, tokens accrue at P's link rate (what P could send). Off:
+//!   the strict departures-only bucket.
+//! * **Header rewrites** (§IV-D "Interaction with TCP CC"): when the output
+//!   queue plus the VIQ (packets) exceeds the ECN threshold, the leaving ACK gets ECE
+//!   (`ece_threshold_pkts`, default the forward DCTCP K = C·RTT in MTU
+//!   frames); when it exceeds the HSCC threshold its receive window is set
+//!   to 1 MSS (`rwnd_threshold_pkts`, off by default as in the paper's ECN
+//!   runs; the window is only lowered, never raised, and only on flows
+//!   whose window scale was seen in both SYNs — see [`wscale`]).
+//!   Rewrites apply to every pure ACK leaving R-AQM (held or not).
+//!
+//! Defaults scaled from C and RTT (§IV-F "Parameters Guidance"): K_min =
+//! 1·BDP, K_max = 2·BDP (BDP = C·RTT in 1514-B frames, at least 2 / 4),
+//! T = 0.25·RTT (the simulations' 3 µs at 12 µs, within 0.2–0.6·RTT).
+
+pub mod wscale;
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aqm::util::{de_duration, scale_ns, ser_duration};
+use crate::packet::{FrameStore, Packet};
+use crate::units::{fmt_duration, Nanos, Rate};
+
+pub use wscale::WindowScales;
+
+/// R-AQM's per-port congestion state (§IV-C, Fig. 5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum State {
+    /// NS: steady state, α/n = 1.
+    #[default]
+    Normal = 0,
+    /// DS: the forward queue is about to empty, α/n < 1.
+    Draining = 1,
+    /// CS: burst / heavy congestion, α/n ≫ 1.
+    Congested = 2,
+}
+
+impl State {
+    /// All states, in index order.
+    pub const ALL: [State; 3] = [State::Normal, State::Draining, State::Congested];
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Normal => "normal",
+            State::Draining => "draining",
+            State::Congested => "congested",
+        }
+    }
+}
+
+/// R-AQM parameters (one set for every port; K and the ECE threshold in
+/// packets as the paper counts them).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// K_min, packets (§IV-F: 0.5–1·BDP).
+    pub k_min_pkts: u32,
+    /// K_max, packets (§IV-F: 2·BDP).
+    pub k_max_pkts: u32,
+    /// T, the trend interval (§IV-F: 0.2–0.6·RTT).
+    #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
+    pub interval: Nanos,
+    /// Change of q over T, packets, that counts as growing / shrinking.
+    pub trend_min_pkts: u32,
+    /// α_1 (NS), bytes of departed frames per release.
+    pub alpha_normal: u64,
+    /// n_1 (NS), ACKs per release.
+    pub n_normal: u32,
+    /// α_2 (DS).
+    pub alpha_draining: u64,
+    /// n_2 (DS).
+    pub n_draining: u32,
+    /// α_3 (CS).
+    pub alpha_congested: u64,
+    /// n_3 (CS).
+    pub n_congested: u32,
+    /// Token bucket depth, bytes.
+    pub bucket_bytes: u64,
+    /// VIQ size per port, ACKs.
+    pub viq_limit_pkts: u32,
+    /// Held longer than this → dropped (§IV-D: 5 ms).
+    #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
+    pub stale: Nanos,
+    /// Tokens at the link rate while P's egress is empty (see header).
+    pub idle_credit: bool,
+    /// Set ECE when q_out + VIQ > this many packets (0: never).
+    pub ece_threshold_pkts: u32,
+    /// Set rwnd = 1 MSS when q_out + VIQ > this many packets (0: never).
+    pub rwnd_threshold_pkts: u32,
+    /// The MSS the rwnd rewrite announces, bytes.
+    pub mss_bytes: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::for_link(Rate::gbit(1), 250_000)
+    }
+}
+
+/// Frame size the packet-counted defaults are derived with.
+pub const FULL_FRAME_BYTES: u64 = 1514;
+
+impl Config {
+    /// §IV-F guidance scaled to a link of rate C and base RTT.
+    pub fn for_link(rate: Rate, rtt_ns: Nanos) -> Self {
+        let bdp_pkts = (rate.bytes_in(rtt_ns) as f64 / FULL_FRAME_BYTES as f64).round() as u32;
+        let k_min = bdp_pkts.max(2);
+        Config {
+            k_min_pkts: k_min,
+            k_max_pkts: (2 * bdp_pkts).max(k_min + 2),
+            interval: scale_ns(rtt_ns, 0.25).max(1),
+            trend_min_pkts: 1,
+            alpha_normal: FULL_FRAME_BYTES,
+            n_normal: 1,
+            alpha_draining: FULL_FRAME_BYTES,
+            n_draining: 2,
+            alpha_congested: 10 * FULL_FRAME_BYTES,
+            n_congested: 1,
+            bucket_bytes: 10 * FULL_FRAME_BYTES,
+            viq_limit_pkts: 500,
+            stale: 5_000_000,
+            idle_credit: true,
+            // The forward DCTCP K = C·RTT (tcn.txt Eq. 1, λ = 1), in frames.
+            ece_threshold_pkts: bdp_pkts.max(1),
+            rwnd_threshold_pkts: 0,
+            mss_bytes: 1448,
+        }
+    }
+
+    /// Checks the parameters make sense.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.k_min_pkts >= self.k_max_pkts {
+            return Err(format!(
+                "r-aqm: k_min_pkts ({}) must be below k_max_pkts ({})",
+                self.k_min_pkts, self.k_max_pkts
+            ));
+        }
+        if self.interval == 0 {
+            return Err("r-aqm: interval must be > 0".into());
+        }
+        if self.trend_min_pkts == 0 {
+            return Err("r-aqm: trend_min_pkts must be ≥ 1".into());
+        }
+        for (name, a, n) in [
+            ("normal", self.alpha_normal, self.n_normal),
+            ("draining", self.alpha_draining, self.n_draining),
+            ("congested", self.alpha_congested, self.n_congested),
+        ] {
+            if a == 0 || n == 0 {
+                return Err(format!(
+                    "r-aqm: alpha_{name} and n_{name} must be > 0 (an ACK release costs tokens and releases ACKs)"
+                ));
+            }
+            if a > self.bucket_bytes {
+                return Err(format!(
+                    "r-aqm: alpha_{name} ({a}) exceeds bucket_bytes ({}): that state could never release",
+                    self.bucket_bytes
+                ));
+            }
+        }
+        if self.viq_limit_pkts == 0 {
+            return Err("r-aqm: viq_limit_pkts must be ≥ 1".into());
+        }
+        if self.stale == 0 {
+            return Err("r-aqm: stale must be > 0".into());
+        }
+        if self.rwnd_threshold_pkts > 0 && self.mss_bytes == 0 {
+            return Err("r-aqm: mss_bytes must be > 0 for the rwnd rewrite".into());
+        }
+        Ok(())
+    }
+
+    /// α and n of a state (Algorithm 1).
+    pub fn alpha_n(&self, s: State) -> (u64, u32) {
+        match s {
+            State::Normal => (self.alpha_normal, self.n_normal),
+            State::Draining => (self.alpha_draining, self.n_draining),
+            State::Congested => (self.alpha_congested, self.n_congested),
+        }
+    }
+
+    /// One line with the effective values, for the start-up banner.
+    pub fn describe(&self) -> String {
+        let opt = |v: u32| {
+            if v == 0 {
+                "off".to_string()
+            } else {
+                format!("> {v} pkts")
+            }
+        };
+        format!(
+            "r-aqm (r-aqm.txt §IV): K_min {} / K_max {} pkts, T {}, trend ≥ {} pkt(s); α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}",
+            self.k_min_pkts,
+            self.k_max_pkts,
+            fmt_duration(self.interval),
+            self.trend_min_pkts,
+            self.alpha_normal,
+            self.n_normal,
+            self.alpha_draining,
+            self.n_draining,
+            self.alpha_congested,
+            self.n_congested,
+            self.bucket_bytes,
+            self.viq_limit_pkts,
+            fmt_duration(self.stale),
+            if self.idle_credit { "on" } else { "off" },
+            opt(self.ece_threshold_pkts),
+            self.mss_bytes,
+            opt(self.rwnd_threshold_pkts),
+        )
+    }
+}
+
+/// The forward-path AQM R-AQM runs with when none is named: DCTCP-style
+/// ECN, the paper's "R-AQM (ECN)" (§VI-A, §VIII-A).
+pub const DEFAULT_FORWARD_AQM: &str = "dctcp";
+
+/// Reads an `--aqm` name: `r-aqm` → Some(None) (forward AQM from
+/// `--raqm-forward`, default [`DEFAULT_FORWARD_AQM`]), `r-aqm+tcn` →
+/// Some(Some("tcn")), anything else → None (R-AQM off).
+pub fn parse_aqm_name(name: &str) -> Option<Option<&str>> {
+    let n = name.trim();
+    for prefix in ["r-aqm", "raqm"] {
+        if n.eq_ignore_ascii_case(prefix) {
+            return Some(None);
+        }
+        if let Some(rest) = n
+            .get(..prefix.len() + 1)
+            .filter(|p| p.eq_ignore_ascii_case(&format!("{prefix}+")))
+            .and_then(|_| n.get(prefix.len() + 1..))
+        {
+            return Some(Some(rest));
+        }
+    }
+    None
+}
+
+/// Reads an `--raqm-opt` value: bool, integer, float, else string.
+fn cli_value(v: &str) -> toml::Value {
+    let v = v.trim();
+    if let Ok(b) = v.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = v.parse::<f64>() {
+        toml::Value::Float(f)
+    } else {
+        toml::Value::String(v.to_string())
+    }
+}
+
+impl Config {
+    /// Applies `key=value` overrides (CLI strings) to these values, then
+    /// validates; an unknown key or a bad value is an error naming it.
+    pub fn with_cli_overrides(self, opts: &[(String, String)]) -> Result<Self, String> {
+        let vals: Vec<_> = opts
+            .iter()
+            .map(|(k, v)| (k.clone(), cli_value(v)))
+            .collect();
+        self.with_overrides(&vals)
+    }
+
+    /// Applies overrides given as TOML values, then validates.
+    pub fn with_overrides(self, opts: &[(String, toml::Value)]) -> Result<Self, String> {
+        let mut table = match toml::Value::try_from(&self) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => return Err("r-aqm: cannot serialise the parameters".into()),
+        };
+        for (k, v) in opts {
+            let key = k.trim().replace('-', "_");
+            if !table.contains_key(&key) {
+                let valid: Vec<_> = table.keys().cloned().collect();
+                return Err(format!(
+                    "r-aqm has no parameter {k:?}; valid keys: {}",
+                    valid.join(", ")
+                ));
+            }
+            let mut probe = table.clone();
+            probe.insert(key.clone(), v.clone());
+            if let Err(e) = toml::Value::Table(probe).try_into::<Config>() {
+                return Err(format!("r-aqm: bad value for {k}: {}", e.message()));
+            }
+            table.insert(key, v.clone());
+        }
+        let out: Config = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| format!("r-aqm: {}", e.message()))?;
+        out.validate()?;
+        Ok(out)
+    }
+}
+
+/// The next state from the queue length now and one T ago (§IV-C, Fig. 5).
+pub fn next_state(cfg: &Config, q_prev: u32, q_now: u32) -> State {
+    if q_now >= q_prev.saturating_add(cfg.trend_min_pkts) {
+        State::Congested
+    } else if q_now.saturating_add(cfg.trend_min_pkts) <= q_prev {
+        State::Draining
+    } else if q_now > cfg.k_max_pkts {
+        State::Congested
+    } else if q_now < cfg.k_min_pkts {
+        State::Draining
+    } else {
+        State::Normal
+    }
+}
+
+/// Token bucket fed by departures (§IV-B): credit never above the depth,
+/// a take never below zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AckBucket {
+    tokens: u64,
+    depth: u64,
+}
+
+impl AckBucket {
+    /// An empty bucket of `depth` bytes.
+    pub fn new(depth: u64) -> Self {
+        AckBucket { tokens: 0, depth }
+    }
+    /// Tokens now.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+    /// Adds `bytes`, up to the depth.
+    pub fn credit(&mut self, bytes: u64) {
+        self.tokens = self.tokens.saturating_add(bytes).min(self.depth);
+    }
+    /// Takes `amount` if there is that much.
+    pub fn take(&mut self, amount: u64) -> bool {
+        if self.tokens >= amount {
+            self.tokens -= amount;
+            true
+        } else {
+            false
+        }
+    }
+    /// Fills the bucket (unshaped port: no rate to pace by).
+    pub fn fill(&mut self) {
+        self.tokens = self.depth;
+    }
+    #[cfg(test)]
+    fn invariants(&self) {
+        assert!(self.tokens <= self.depth);
+    }
+}
+
+/// Why an ACK left R-AQM without being forwarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AckDrop {
+    /// The VIQ was full.
+    ViqFull = 0,
+    /// Held longer than `stale`.
+    Stale = 1,
+}
+
+/// Per-port counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PortCounters {
+    /// Pure ACKs R-AQM saw arriving on this port.
+    pub acks_seen: u64,
+    /// ... that passed at once (NS / DS with an empty VIQ).
+    pub acks_passed: u64,
+    /// ... that went into the VIQ.
+    pub acks_held: u64,
+    /// Held ACKs released to their egress port.
+    pub acks_released: u64,
+    /// Held ACKs dropped: older than `stale`.
+    pub dropped_stale: u64,
+    /// ACKs dropped: VIQ full.
+    pub dropped_viq_full: u64,
+    /// ACKs given ECE.
+    pub rewrite_ece: u64,
+    /// ACKs whose receive window was lowered to 1 MSS.
+    pub rewrite_rwnd: u64,
+    /// ACKs that were due an rwnd rewrite but whose flow's window scale is unknown.
+    pub rwnd_unknown_scale: u64,
+    /// ACKs whose rewrite failed (no valid TCP header where parse said).
+    pub rewrite_invalid: u64,
+    /// Releases (token takes) by state.
+    pub releases: [u64; 3],
+    /// State changes.
+    pub transitions: u64,
+    /// Time spent in each state, ns (up to the last state change or report).
+    pub state_ns: [u64; 3],
+    /// Largest VIQ length seen.
+    pub viq_max: u32,
+}
+
+/// A held ACK: the packet, the egress port the bridge chose, when it came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The ACK.
+    pub pkt: Packet,
+    /// Its egress port.
+    pub out: u16,
+    /// When it entered the VIQ.
+    pub held_at: Nanos,
+}
+
+/// What [`RaqmPort::offer`] did with an ACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    /// Forward it now (after [`RaqmPort::rewrite`]).
+    Pass(Packet),
+    /// It is in the VIQ.
+    Held,
+    /// Dropped (the caller releases the frame).
+    Dropped(Packet, AckDrop),
+}
+
+/// R-AQM state of one port P: its VIQ, bucket and state machine.
+#[derive(Clone, Debug)]
+pub struct RaqmPort {
+    cfg: Config,
+    rate: Rate,
+    viq: VecDeque<Held>,
+    bucket: AckBucket,
+    state: State,
+    state_since: Nanos,
+    q_prev: u32,
+    next_sample: Nanos,
+    /// While P's egress is empty and the VIQ is not: (start, bytes credited since).
+    idle_anchor: Option<(Nanos, u64)>,
+    /// Counters.
+    pub counters: PortCounters,
+}
+
+impl RaqmPort {
+    /// Port state for a port of link rate `rate`, starting at `now` in NS.
+    pub fn new(cfg: Config, rate: Rate, now: Nanos) -> Self {
+        let bucket = AckBucket::new(cfg.bucket_bytes);
+        let next_sample = now.saturating_add(cfg.interval);
+        RaqmPort {
+            viq: VecDeque::with_capacity(cfg.viq_limit_pkts.min(4096) as usize),
+            cfg,
+            rate,
+            bucket,
+            state: State::Normal,
+            state_since: now,
+            q_prev: 0,
+            next_sample,
+            idle_anchor: None,
+            counters: PortCounters::default(),
+        }
+    }
+    /// Current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+    /// ACKs held.
+    pub fn viq_len(&self) -> usize {
+        self.viq.len()
+    }
+    /// Tokens in the bucket, bytes.
+    pub fn tokens(&self) -> u64 {
+        self.bucket.tokens()
+    }
+    /// The parameters.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// A pure ACK arrived on this port at `now`, bound for egress port `out`.
+    pub fn offer(&mut self, pkt: Packet, out: u16, now: Nanos) -> Offer {
+        self.counters.acks_seen += 1;
+        if self.viq.is_empty() && self.state != State::Congested {
+            self.counters.acks_passed += 1;
+            return Offer::Pass(pkt);
+        }
+        if self.viq.len() >= self.cfg.viq_limit_pkts as usize {
+            self.counters.dropped_viq_full += 1;
+            return Offer::Dropped(pkt, AckDrop::ViqFull);
+        }
+        self.viq.push_back(Held {
+            pkt,
+            out,
+            held_at: now,
+        });
+        self.counters.acks_held += 1;
+        self.counters.viq_max = self.counters.viq_max.max(self.viq.len() as u32);
+        Offer::Held
+    }
+
+    /// `bytes` of frame left P's egress (token credit, §IV-B).
+    pub fn on_departure(&mut self, bytes: u64) {
+        self.bucket.credit(bytes);
+    }
+
+    fn set_state(&mut self, s: State, now: Nanos) {
+        if s != self.state {
+            self.counters.state_ns[self.state as usize] += now.saturating_sub(self.state_since);
+            self.state = s;
+            self.state_since = now;
+            self.counters.transitions += 1;
+        }
+    }
+
+    /// State-machine sample, idle credit, stale drops and releases at `now`.
+    /// `q_out_pkts` is P's egress backlog in packets. Released ACKs go to
+    /// `out` as (egress port, packet); stale ones to `dropped`.
+    pub fn step(
+        &mut self,
+        q_out_pkts: u32,
+        now: Nanos,
+        out: &mut Vec<(u16, Packet)>,
+        dropped: &mut Vec<Packet>,
+    ) {
+        if now >= self.next_sample {
+            let s = next_state(&self.cfg, self.q_prev, q_out_pkts);
+            self.set_state(s, now);
+            self.q_prev = q_out_pkts;
+            // Missed samples (an idle port, a late poll) are not replayed:
+            // the next one is one T after the boundary just passed.
+            let late = (now - self.next_sample) / self.cfg.interval;
+            self.next_sample += (late + 1) * self.cfg.interval;
+        }
+        if self.viq.is_empty() {
+            self.idle_anchor = None;
+            return;
+        }
+        self.expire(now, dropped);
+        if self.cfg.idle_credit && q_out_pkts == 0 {
+            if self.rate.bps() == 0 {
+                self.bucket.fill();
+            } else {
+                let (start, done) = *self.idle_anchor.get_or_insert((now, 0));
+                let total = self.rate.bytes_in(now - start);
+                self.bucket.credit(total - done);
+                self.idle_anchor = Some((start, total));
+            }
+        } else {
+            self.idle_anchor = None;
+        }
+        let (alpha, n) = self.cfg.alpha_n(self.state);
+        while !self.viq.is_empty() && self.bucket.take(alpha) {
+            self.counters.releases[self.state as usize] += 1;
+            for _ in 0..n {
+                let Some(h) = self.viq.pop_front() else { break };
+                self.counters.acks_released += 1;
+                out.push((h.out, h.pkt));
+            }
+        }
+        if self.viq.is_empty() {
+            self.idle_anchor = None;
+        }
+    }
+
+    /// Drops ACKs held longer than `stale` (the VIQ is FIFO: the oldest first).
+    fn expire(&mut self, now: Nanos, dropped: &mut Vec<Packet>) {
+        while let Some(h) = self.viq.front() {
+            if now.saturating_sub(h.held_at) <= self.cfg.stale {
+                break;
+            }
+            let h = self.viq.pop_front().expect("front exists");
+            self.counters.dropped_stale += 1;
+            dropped.push(h.pkt);
+        }
+    }
+
+    /// When [`step`](Self::step) next has work: a T boundary (while the VIQ
+    /// holds ACKs or P's egress holds packets), the oldest ACK going stale,
+    /// the bucket reaching α while idle credit runs, or now (tokens ready).
+    pub fn next_event(&self, q_out_pkts: u32, now: Nanos) -> Option<Nanos> {
+        let mut t: Option<Nanos> = None;
+        let mut at = |x: Nanos| t = Some(t.map_or(x, |t: Nanos| t.min(x)));
+        if q_out_pkts > 0 || !self.viq.is_empty() || self.q_prev > 0 {
+            at(self.next_sample);
+        }
+        let Some(head) = self.viq.front() else {
+            return t;
+        };
+        at(head
+            .held_at
+            .saturating_add(self.cfg.stale)
+            .saturating_add(1));
+        let (alpha, _) = self.cfg.alpha_n(self.state);
+        let tokens = self.bucket.tokens();
+        if tokens >= alpha {
+            at(now);
+        } else if self.cfg.idle_credit && q_out_pkts == 0 {
+            match (self.rate.bps(), self.idle_anchor) {
+                (0, _) | (_, None) => at(now),
+                (_, Some((start, done))) => {
+                    at(start + self.rate.tx_time_ns(done + (alpha - tokens)));
+                }
+            }
+        }
+        t
+    }
+
+    /// Counters with the time in the current state added up to `now`.
+    pub fn counters_at(&self, now: Nanos) -> PortCounters {
+        let mut c = self.counters.clone();
+        c.state_ns[self.state as usize] += now.saturating_sub(self.state_since);
+        c
+    }
+
+    /// Takes every held ACK out (shutdown).
+    pub fn drain(&mut self) -> impl Iterator<Item = Held> + '_ {
+        self.viq.drain(..)
+    }
+
+    /// Header rewrites for a pure ACK leaving R-AQM (§IV-D): ECE when
+    /// q_out + VIQ > the ECN threshold, rwnd = 1 MSS when above the HSCC
+    /// threshold (flows with a known window scale only).
+    pub fn rewrite<S: FrameStore>(
+        &mut self,
+        pkt: &Packet,
+        q_out_pkts: u32,
+        scales: &WindowScales,
+        store: &mut S,
+    ) {
+        let occupancy = q_out_pkts as u64 + self.viq.len() as u64;
+        let ece = self.cfg.ece_threshold_pkts > 0 && occupancy > self.cfg.ece_threshold_pkts as u64;
+        let rwnd =
+            self.cfg.rwnd_threshold_pkts > 0 && occupancy > self.cfg.rwnd_threshold_pkts as u64;
+        if !(ece || rwnd) {
+            return;
+        }
+        let Some(l3) = pkt.l3 else { return };
+        let frame = store.bytes_mut(pkt.frame, pkt.len);
+        if ece {
+            if crate::wire::ecn::set_ece(frame, &l3) {
+                self.counters.rewrite_ece += 1;
+            } else {
+                self.counters.rewrite_invalid += 1;
+            }
+        }
+        if rwnd {
+            match scales.shift(l3.flow_hash) {
+                None => self.counters.rwnd_unknown_scale += 1,
+                Some(shift) => match wscale::lower_window(frame, &l3, self.cfg.mss_bytes, shift) {
+                    Some(true) => self.counters.rewrite_rwnd += 1,
+                    Some(false) => {}
+                    None => self.counters.rewrite_invalid += 1,
+                },
+            }
+        }
+    }
+
+    /// Internal state for the time series.
+    pub fn gauges(&self, emit: &mut dyn FnMut(&'static str, f64)) {
+        emit("raqm_state", self.state as u8 as f64);
+        emit("raqm_viq_pkts", self.viq.len() as f64);
+        emit("raqm_tokens", self.bucket.tokens() as f64);
+        emit("raqm_held", self.counters.acks_held as f64);
+        emit("raqm_released", self.counters.acks_released as f64);
+        emit("raqm_dropped_stale", self.counters.dropped_stale as f64);
+        emit("raqm_rewrite_ece", self.counters.rewrite_ece as f64);
+        emit("raqm_rewrite_rwnd", self.counters.rewrite_rwnd as f64);
+    }
+
+    #[cfg(test)]
+    fn invariants(&self) {
+        self.bucket.invariants();
+        assert!(self.viq.len() <= self.cfg.viq_limit_pkts as usize);
+        let c = &self.counters;
+        assert_eq!(
+            c.acks_seen,
+            c.acks_passed
+                + c.dropped_viq_full
+                + c.acks_released
+                + c.dropped_stale
+                + self.viq.len() as u64
+        );
+    }
+}
+
+/// R-AQM for the whole switch: one [`RaqmPort`] per port and the window
+/// scales learned from SYNs.
+#[derive(Clone, Debug)]
+pub struct Raqm {
+    /// Per port, by port number.
+    pub ports: Vec<RaqmPort>,
+    /// Window scales per flow direction.
+    pub scales: WindowScales,
+}
+
+impl Raqm {
+    /// R-AQM on ports of the given rates.
+    pub fn new(cfg: &Config, rates: &[Rate], now: Nanos) -> Self {
+        Raqm {
+            ports: rates
+                .iter()
+                .map(|&r| RaqmPort::new(cfg.clone(), r, now))
+                .collect(),
+            scales: WindowScales::default(),
+        }
+    }
+    /// JSON report of one port.
+    pub fn report(&self, port: usize, now: Nanos) -> serde_json::Value {
+        let Some(p) = self.ports.get(port) else {
+            return serde_json::Value::Null;
+        };
+        let c = p.counters_at(now);
+        let by_state = |a: [u64; 3], f: fn(u64) -> serde_json::Value| {
+            serde_json::json!({
+                "normal": f(a[0]), "draining": f(a[1]), "congested": f(a[2]),
+            })
+        };
+        serde_json::json!({
+            "state": p.state.name(),
+            "viq_pkts": p.viq.len(),
+            "viq_max": c.viq_max,
+            "tokens": p.bucket.tokens(),
+            "acks_seen": c.acks_seen,
+            "acks_passed": c.acks_passed,
+            "acks_held": c.acks_held,
+            "acks_released": c.acks_released,
+            "dropped_stale": c.dropped_stale,
+            "dropped_viq_full": c.dropped_viq_full,
+            "rewrites": {
+                "ece": c.rewrite_ece,
+                "rwnd": c.rewrite_rwnd,
+                "rwnd_unknown_scale": c.rwnd_unknown_scale,
+                "invalid": c.rewrite_invalid,
+            },
+            "releases": by_state(c.releases, |v| v.into()),
+            "transitions": c.transitions,
+            "state_ms": by_state(c.state_ns, |v| (v as f64 / 1e6).into()),
+            "flows_with_scale": self.scales.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod switch_tests;
+#[cfg(test)]
+mod tests;
