@@ -1,5 +1,5 @@
 //! Root integration tests of the switch's multi-queue egress: two traffic
-//! classes (DSCP 0 and DSCP 8) from two senders into one 1 Gbit/s port,
+//! classes (DSCP 0 and DSCP 8) from two senders into one 500 Mbit/s port,
 //! shared by DWRR or by strict priority. Skipped unless root.
 
 mod common;
@@ -13,6 +13,14 @@ use common::{
 
 /// Seconds each class sends.
 const SECS: u32 = 10;
+/// The port's rate. 500 Mbit/s, not the testbeds' 1 Gbit/s: these tests are
+/// about the scheduler's shares, and on 2 vCPUs (one busy-polling switch,
+/// three hosts' TCP) the five senders do not keep both queues of a
+/// 1 Gbit/s port backlogged — measured on an idle machine: the port at
+/// 86–88 %, the single flow's queue empty often enough that DWRR gave it
+/// 31 % and SP's low queue 11 % (BENCHMARKS.md, "Headroom").
+const RATE: &str = "500mbit";
+const RATE_BPS: f64 = 500e6;
 
 /// What one two-class run measured.
 #[derive(Debug)]
@@ -44,7 +52,7 @@ fn two_classes(sched: &[&str]) -> (Shares, CpuUse) {
     let mut t = TestTopo::new(3);
     let mut args = vec![
         "--rate",
-        "1gbit",
+        RATE,
         "--queues",
         "2",
         "--aqm",
@@ -92,13 +100,13 @@ fn two_classes(sched: &[&str]) -> (Shares, CpuUse) {
     };
     eprintln!(
         "{sched:?}: class A (q1, 1 flow) {:.1} Mbit/s, {} retx; class B (q0, 4 flows) {:.1} Mbit/s, {} retx; \
-         A share {:.1} %, port {:.0} % of 1 Gbit/s; switch q0 {} B q1 {} B (q1 share {:.1} %); port 2 drops {} marks {}; {cpu}",
+         A share {:.1} %, port {:.0} % of {RATE}; switch q0 {} B q1 {} B (q1 share {:.1} %); port 2 drops {} marks {}; {cpu}",
         s.a_bps / 1e6,
         iperf_retransmits(&out_a),
         s.b_bps / 1e6,
         iperf_retransmits(&out_b),
         s.a_share() * 100.0,
-        (s.a_bps + s.b_bps) / 1e7,
+        (s.a_bps + s.b_bps) / RATE_BPS * 100.0,
         s.queue_bytes[0],
         s.queue_bytes[1],
         s.queue1_share() * 100.0,
