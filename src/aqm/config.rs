@@ -149,8 +149,8 @@ fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
     }
 }
 
-/// Reads a `--aqm-opt` value: bool, integer, float, else string.
-fn cli_value(v: &str) -> toml::Value {
+/// Reads a `--aqm-opt` (or `--raqm-opt`) value: bool, integer, float, else string.
+pub(crate) fn cli_value(v: &str) -> toml::Value {
     let v = v.trim();
     if let Ok(b) = v.parse::<bool>() {
         toml::Value::Boolean(b)
@@ -163,7 +163,13 @@ fn cli_value(v: &str) -> toml::Value {
     }
 }
 
-fn apply<T>(aqm: &'static str, cfg: &T, opts: &[(String, toml::Value)]) -> Result<T, AqmConfigError>
+/// Applies `key = value` overrides to `cfg`; an unknown key or a bad value
+/// is an error naming it (also R-AQM's `--raqm-opt`).
+pub(crate) fn apply<T>(
+    aqm: &'static str,
+    cfg: &T,
+    opts: &[(String, toml::Value)],
+) -> Result<T, AqmConfigError>
 where
     T: Serialize + for<'de> Deserialize<'de>,
 {

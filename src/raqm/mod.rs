@@ -286,56 +286,20 @@ pub fn parse_aqm_name(name: &str) -> Option<Option<&str>> {
     None
 }
 
-/// Reads an `--raqm-opt` value: bool, integer, float, else string.
-fn cli_value(v: &str) -> toml::Value {
-    let v = v.trim();
-    if let Ok(b) = v.parse::<bool>() {
-        toml::Value::Boolean(b)
-    } else if let Ok(i) = v.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Ok(f) = v.parse::<f64>() {
-        toml::Value::Float(f)
-    } else {
-        toml::Value::String(v.to_string())
-    }
-}
-
 impl Config {
     /// Applies `key=value` overrides (CLI strings) to these values, then
     /// validates; an unknown key or a bad value is an error naming it.
     pub fn with_cli_overrides(self, opts: &[(String, String)]) -> Result<Self, String> {
         let vals: Vec<_> = opts
             .iter()
-            .map(|(k, v)| (k.clone(), cli_value(v)))
+            .map(|(k, v)| (k.clone(), crate::aqm::config::cli_value(v)))
             .collect();
         self.with_overrides(&vals)
     }
 
     /// Applies overrides given as TOML values, then validates.
     pub fn with_overrides(self, opts: &[(String, toml::Value)]) -> Result<Self, String> {
-        let mut table = match toml::Value::try_from(&self) {
-            Ok(toml::Value::Table(t)) => t,
-            _ => return Err("r-aqm: cannot serialise the parameters".into()),
-        };
-        for (k, v) in opts {
-            let key = k.trim().replace('-', "_");
-            if !table.contains_key(&key) {
-                let valid: Vec<_> = table.keys().cloned().collect();
-                return Err(format!(
-                    "r-aqm has no parameter {k:?}; valid keys: {}",
-                    valid.join(", ")
-                ));
-            }
-            let mut probe = table.clone();
-            probe.insert(key.clone(), v.clone());
-            if let Err(e) = toml::Value::Table(probe).try_into::<Config>() {
-                return Err(format!("r-aqm: bad value for {k}: {}", e.message()));
-            }
-            table.insert(key, v.clone());
-        }
-        let out: Config = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| format!("r-aqm: {}", e.message()))?;
+        let out = crate::aqm::config::apply("r-aqm", &self, opts).map_err(|e| e.to_string())?;
         out.validate()?;
         Ok(out)
     }

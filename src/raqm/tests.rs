@@ -6,10 +6,9 @@
 use super::*;
 use crate::packet::VecStore;
 use crate::units::US;
-use crate::wire::checksum;
+use crate::wire::parse;
 use crate::wire::parse::tests::fix_checksums;
 use crate::wire::tcp::flags;
-use crate::wire::{parse, Ipv4Packet, Ipv6Packet};
 use proptest::prelude::*;
 
 const F: u64 = FULL_FRAME_BYTES;
@@ -371,31 +370,9 @@ fn rx_ack(v6: bool) -> Vec<u8> {
     tcp_frame(v6, (2, 1), (5201, 40000), flags::ACK, 501, &[])
 }
 
+/// The TCP checksum equals a full recomputation (the wire module's check).
 fn tcp_checksum_ok(f: &[u8]) {
-    let l3 = parse(f).unwrap().l3.unwrap();
-    let tcp = l3.tcp.unwrap();
-    let off = usize::from(l3.offset);
-    let t0 = usize::from(tcp.offset);
-    let seg_len = usize::from(tcp.header_len) + usize::from(tcp.payload_len);
-    let mut seg = f[t0..t0 + seg_len].to_vec();
-    let stored = u16::from_be_bytes([seg[16], seg[17]]);
-    seg[16] = 0;
-    seg[17] = 0;
-    let pseudo = match l3.version {
-        crate::wire::IpVersion::V4 => {
-            let ip = Ipv4Packet::new_checked(&f[off..]).unwrap();
-            checksum::pseudo_header_v4(ip.src_addr(), ip.dst_addr(), 6, seg_len as u16)
-        }
-        crate::wire::IpVersion::V6 => {
-            let ip = Ipv6Packet::new_checked(&f[off..]).unwrap();
-            checksum::pseudo_header_v6(&ip.src_addr(), &ip.dst_addr(), 6, seg_len as u32)
-        }
-    };
-    assert_eq!(
-        stored,
-        !checksum::fold(checksum::accumulate(pseudo, &seg)),
-        "incremental update equals a full recomputation"
-    );
+    crate::wire::ecn::tests::tcp_checksum_is_full_recomputation(f);
 }
 
 fn learn(s: &mut WindowScales, f: &[u8]) {

@@ -148,7 +148,7 @@ pub fn tcp_window_scale(frame: &[u8], l3: &L3Info) -> Option<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::rng::SimRng;
     use crate::wire::checksum;
@@ -166,7 +166,7 @@ mod tests {
 
     /// Full TCP checksum (pseudo-header included) recomputed from scratch,
     /// compared to what is in the frame.
-    fn tcp_checksum_is_full_recomputation(f: &[u8]) {
+    pub(crate) fn tcp_checksum_is_full_recomputation(f: &[u8]) {
         let l3 = parse(f).unwrap().l3.unwrap();
         let tcp = l3.tcp.unwrap();
         let off = usize::from(l3.offset);
