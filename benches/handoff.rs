@@ -5,6 +5,11 @@
 //! a consumer thread draining the other end the whole time, as in the switch.
 //! Results and what was chosen: BENCHMARKS.md, "Thread handoff".
 //!
+//! `snapshot`: the live counters the data path publishes every 100 ms, for 3
+//! ports × 8 queues with filled sojourn histograms — the copy the data path
+//! takes (`capture`) against building and serialising the JSON, which the
+//! stats thread now does (BENCHMARKS.md, "Headroom").
+//!
 //! `cargo bench --bench handoff`
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -64,5 +69,46 @@ fn bench_handoff(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_handoff);
+fn bench_snapshot(c: &mut Criterion) {
+    use clap::Parser;
+    use softswitch::dataplane::{build_switch, capture, PassIntervals};
+    let cli = softswitch::cli::Cli::try_parse_from([
+        "softswitch",
+        "--ports",
+        "a,b,c",
+        "--queues",
+        "8",
+        "--aqm",
+        "tcn",
+    ])
+    .unwrap();
+    let s = softswitch::config::resolve(&cli.run).unwrap();
+    let mut sw = build_switch(&s).unwrap();
+    for p in sw.ports_mut() {
+        let c = p.egress.counters_mut();
+        for q in c.queues.iter_mut().chain(std::iter::once(&mut c.port)) {
+            for i in 0..100_000u64 {
+                q.sojourn.record(1_000 + (i * 7_919) % 2_000_000);
+            }
+        }
+    }
+    let names: std::sync::Arc<[String]> =
+        std::sync::Arc::from(vec!["a".to_string(), "b".into(), "c".into()]);
+    let mut passes = PassIntervals::default();
+    for i in 0..100_000u64 {
+        passes.record(1_000 + i % 50_000, true);
+    }
+    let now = 1_000_000_000;
+    let mut g = c.benchmark_group("snapshot");
+    g.bench_function("capture (data path)", |b| {
+        b.iter(|| black_box(capture(&sw, &names, now, None, Some(&passes), &s.guard)))
+    });
+    let captured = capture(&sw, &names, now, None, Some(&passes), &s.guard);
+    g.bench_function("to_json + serialise (stats thread)", |b| {
+        b.iter(|| black_box(captured.to_json().to_string()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_handoff, bench_snapshot);
 criterion_main!(benches);

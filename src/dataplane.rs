@@ -169,8 +169,139 @@ fn rx_queues(name: &str) -> u32 {
         .clamp(1, crate::xdp::MAX_QUEUES)
 }
 
-/// The JSON snapshot of the switch's counters, served live and printed at
-/// exit, with the fidelity guard's verdict against `guard`.
+/// What the data path copies out of the switch for the live counters: plain
+/// values and small reports, so that taking it is cheap (tens of µs for 3
+/// ports × 8 queues) and the JSON is built and serialised by whoever reads
+/// it ([`Captured::to_json`], the stats-socket thread), not on the data
+/// path's thread, where the whole snapshot used to take ~480 µs every 100 ms
+/// (BENCHMARKS.md, Headroom).
+pub struct Captured {
+    names: Arc<[String]>,
+    guard: Thresholds,
+    now: Nanos,
+    mac_entries: usize,
+    ports: Vec<CapturedPort>,
+    passes: Option<(serde_json::Value, LoopStalls)>,
+    umem: Option<FrameAccounting>,
+}
+
+struct CapturedPort {
+    io: crate::switch::IoCounters,
+    egress: crate::port::PortCounters<crate::port::SojournSummary>,
+    backlog_bytes: u64,
+    backlog_pkts: u32,
+    on_wire_pkts: usize,
+    aqm: serde_json::Value,
+    classifier: Option<serde_json::Value>,
+    link: crate::shaper::LinkFidelity,
+    raqm: Option<serde_json::Value>,
+}
+
+/// Copies the switch's counters at `now` (see [`Captured`]), with the
+/// fidelity guard's verdict to be judged against `guard`.
+pub fn capture(
+    sw: &Switch<AqmKind>,
+    names: &Arc<[String]>,
+    now: Nanos,
+    umem: Option<&FrameAccounting>,
+    passes: Option<&PassIntervals>,
+    guard: &Thresholds,
+) -> Captured {
+    let raqm = sw.raqm();
+    let ports = sw
+        .ports()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| CapturedPort {
+            io: p.io.clone(),
+            egress: p.egress.counters().summary(),
+            backlog_bytes: p.egress.backlog_bytes(),
+            backlog_pkts: p.egress.backlog_pkts(),
+            on_wire_pkts: p.wire.len(),
+            aqm: p.egress.aqm().report(),
+            classifier: p.egress.classifier_report(),
+            link: p.egress.shaper().fidelity(now),
+            raqm: raqm.map(|r| r.report(i, now)),
+        })
+        .collect();
+    Captured {
+        names: names.clone(),
+        guard: *guard,
+        now,
+        mac_entries: sw.bridge().entries(),
+        ports,
+        passes: passes.map(|p| (p.report(), p.stalls(now))),
+        umem: umem.copied(),
+    }
+}
+
+impl Captured {
+    /// The JSON snapshot of the switch's counters, served live and printed
+    /// at exit, with the fidelity guard's verdict.
+    pub fn to_json(&self) -> serde_json::Value {
+        let ports: Vec<_> = self
+            .ports
+            .iter()
+            .zip(self.names.iter())
+            .map(|(p, n)| {
+                let l = &p.link;
+                let mut v = json!({
+                    "name": n,
+                    "io": p.io,
+                    "egress": p.egress,
+                    "backlog_bytes": p.backlog_bytes,
+                    "backlog_pkts": p.backlog_pkts,
+                    "on_wire_pkts": p.on_wire_pkts,
+                    "aqm": p.aqm,
+                    "classifier": p.classifier,
+                    "link": {
+                        "busy_ns": l.busy_ns,
+                        "lost_ns": l.lost_ns,
+                        "lost_fraction": l.lost_fraction(),
+                        "excess_bytes": l.excess_bytes,
+                        "excess_pkts": l.excess_pkts,
+                    },
+                });
+                if let Some(r) = &p.raqm {
+                    v["raqm"] = r.clone();
+                }
+                v
+            })
+            .collect();
+        let mut v = json!({
+            "elapsed_s": self.now as f64 / 1e9,
+            "mac_entries": self.mac_entries,
+            "ports": ports,
+        });
+        if let Some((report, _)) = &self.passes {
+            v["loop"] = report.clone();
+        }
+        let named: Vec<(&str, _)> = self
+            .names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(self.ports.iter().map(|p| p.link))
+            .collect();
+        let stalls = self.passes.as_ref().map(|(_, s)| s);
+        v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));
+        if let Some(a) = &self.umem {
+            v["umem"] = json!({
+                "frames": a.frames, "free": a.free, "in_fill": a.in_fill,
+                "held_by_app": a.held_by_app, "in_tx": a.in_tx, "balanced": a.is_balanced(),
+            });
+        }
+        v
+    }
+}
+
+impl crate::stats::Render for Captured {
+    fn render(&self) -> String {
+        self.to_json().to_string()
+    }
+}
+
+/// The JSON snapshot of the switch's counters now ([`capture`] then
+/// [`Captured::to_json`]).
 pub fn snapshot(
     sw: &Switch<AqmKind>,
     names: &[String],
@@ -179,59 +310,7 @@ pub fn snapshot(
     passes: Option<&PassIntervals>,
     guard: &Thresholds,
 ) -> serde_json::Value {
-    let links: Vec<_> = sw
-        .ports()
-        .iter()
-        .map(|p| p.egress.shaper().fidelity(now))
-        .collect();
-    let ports: Vec<_> = sw
-        .ports()
-        .iter()
-        .zip(names)
-        .zip(&links)
-        .map(|((p, n), l)| {
-            json!({
-                "name": n,
-                "io": p.io,
-                "egress": p.egress.counters(),
-                "backlog_bytes": p.egress.backlog_bytes(),
-                "backlog_pkts": p.egress.backlog_pkts(),
-                "on_wire_pkts": p.wire.len(),
-                "aqm": p.egress.aqm().report(),
-                "classifier": p.egress.classifier_report(),
-                "link": {
-                    "busy_ns": l.busy_ns,
-                    "lost_ns": l.lost_ns,
-                    "lost_fraction": l.lost_fraction(),
-                    "excess_bytes": l.excess_bytes,
-                    "excess_pkts": l.excess_pkts,
-                },
-            })
-        })
-        .collect();
-    let mut v = json!({
-        "elapsed_s": now as f64 / 1e9,
-        "mac_entries": sw.bridge().entries(),
-        "ports": ports,
-    });
-    if let Some(r) = sw.raqm() {
-        for i in 0..sw.ports().len() {
-            v["ports"][i]["raqm"] = r.report(i, now);
-        }
-    }
-    let stalls = passes.map(|p| p.stalls(now));
-    if let Some(p) = passes {
-        v["loop"] = p.report();
-    }
-    let named: Vec<(&str, _)> = names.iter().map(|n| n.as_str()).zip(links).collect();
-    v["fidelity"] = json!(fidelity::judge(&named, stalls.as_ref(), guard));
-    if let Some(a) = umem {
-        v["umem"] = json!({
-            "frames": a.frames, "free": a.free, "in_fill": a.in_fill,
-            "held_by_app": a.held_by_app, "in_tx": a.in_tx, "balanced": a.is_balanced(),
-        });
-    }
-    v
+    capture(sw, &Arc::from(names), now, umem, passes, guard).to_json()
 }
 
 /// The CPU `choice` names for this process's data path (None: do not pin).
@@ -410,6 +489,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         crate::poll::tighten_timer_slack();
     }
     let mut intervals = PassIntervals::default();
+    let shared_names: Arc<[String]> = Arc::from(names.as_slice());
     let mut last_pass = clock();
     let deadline = settings.duration_ns;
     eprintln!(
@@ -480,18 +560,16 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                     ));
                 }
             }
+            // Plain copies only: the stats thread builds the JSON when asked.
             let acc = umem.accounting();
-            published.set(
-                snapshot(
-                    &sw,
-                    &names,
-                    now,
-                    Some(&acc),
-                    Some(&intervals),
-                    &settings.guard,
-                )
-                .to_string(),
-            );
+            published.set_lazy(Arc::new(capture(
+                &sw,
+                &shared_names,
+                now,
+                Some(&acc),
+                Some(&intervals),
+                &settings.guard,
+            )));
             next_publish = now + PUBLISH_EVERY;
             if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;

@@ -1,7 +1,8 @@
-//! Live counters for other processes: the data path publishes a JSON snapshot
-//! every few milliseconds (off the per-packet path: a copy of plain counters),
-//! and a small thread serves the latest one to whoever connects to a Unix
-//! socket. `softswitch stats` is such a client.
+//! Live counters for other processes: the data path publishes a copy of its
+//! plain counters every 100 ms, and a small thread serves the latest one as
+//! JSON to whoever connects to a Unix socket, building and serialising the
+//! JSON there (on the reader's time, not the data path's). `softswitch stats`
+//! is such a client.
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -12,21 +13,44 @@ use std::thread;
 /// Where a switch serves its counters unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/softswitch/stats.sock";
 
-/// The latest snapshot, shared between the data path and the server thread.
-#[derive(Clone, Default)]
-pub struct Published(Arc<Mutex<Arc<String>>>);
+/// A published value that renders itself as JSON text when read.
+pub trait Render: Send + Sync {
+    /// The JSON text.
+    fn render(&self) -> String;
+}
+
+impl Render for String {
+    fn render(&self) -> String {
+        self.clone()
+    }
+}
+
+/// The latest snapshot, shared between the data path and the server thread:
+/// a latest-value cell whose lock is held for one `Arc` swap or clone.
+#[derive(Clone)]
+pub struct Published(Arc<Mutex<Arc<dyn Render>>>);
+
+impl Default for Published {
+    fn default() -> Self {
+        Published(Arc::new(Mutex::new(Arc::new(String::new()))))
+    }
+}
 
 impl Published {
-    /// Replaces the snapshot.
+    /// Replaces the snapshot with finished JSON text.
     pub fn set(&self, json: String) {
-        let new = Arc::new(json);
+        self.set_lazy(Arc::new(json));
+    }
+    /// Replaces the snapshot with a value rendered only when read.
+    pub fn set_lazy(&self, value: Arc<dyn Render>) {
         if let Ok(mut g) = self.0.lock() {
-            *g = new;
+            *g = value;
         }
     }
-    /// The latest snapshot.
-    pub fn get(&self) -> Arc<String> {
-        self.0.lock().map(|g| g.clone()).unwrap_or_default()
+    /// The latest snapshot, rendered (outside the lock).
+    pub fn get(&self) -> String {
+        let v = self.0.lock().map(|g| g.clone());
+        v.map(|v| v.render()).unwrap_or_default()
     }
 }
 
@@ -101,6 +125,17 @@ mod tests {
         assert_eq!(fetch(&path).unwrap(), "{\"a\":1}");
         p.set("{\"a\":2}".into());
         assert_eq!(fetch(&path).unwrap(), "{\"a\":2}");
+        // A lazily rendered value is rendered per reader, at read time.
+        struct Counted(std::sync::atomic::AtomicU32);
+        impl Render for Counted {
+            fn render(&self) -> String {
+                let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                format!("{{\"reads\":{n}}}")
+            }
+        }
+        p.set_lazy(Arc::new(Counted(Default::default())));
+        assert_eq!(fetch(&path).unwrap(), "{\"reads\":1}");
+        assert_eq!(fetch(&path).unwrap(), "{\"reads\":2}");
         // A second server on the same live socket is refused with advice.
         let e = StatsServer::start(&path, p.clone())
             .err()

@@ -138,6 +138,33 @@ impl Sojourn {
     }
 }
 
+/// A sojourn histogram reduced to what the counters report (µs): the copy the
+/// data path publishes instead of the histogram itself, which is too large to
+/// copy and too slow to turn into JSON on the data path's thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SojournSummary {
+    /// Number of samples.
+    pub count: u64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Maximum, µs.
+    pub max_us: f64,
+}
+
+impl Sojourn {
+    /// The summary the counters report.
+    pub fn summary(&self) -> SojournSummary {
+        SojournSummary {
+            count: self.count(),
+            p50_us: self.p50_us(),
+            p99_us: self.p99_us(),
+            max_us: self.max_us(),
+        }
+    }
+}
+
 impl Serialize for Sojourn {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Sojourn", 4)?;
@@ -150,8 +177,11 @@ impl Serialize for Sojourn {
 }
 
 /// Counters of one queue, or of the whole port (sums over its queues).
+///
+/// `S` is how sojourn times are kept: the live histogram on the data path,
+/// or its [`SojournSummary`] in a published copy ([`QueueCounters::summary`]).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct QueueCounters {
+pub struct QueueCounters<S = Sojourn> {
     /// Frames handed to `enqueue` (admitted or not).
     pub arrived: PktBytes,
     /// Frames admitted into the queue.
@@ -182,7 +212,7 @@ pub struct QueueCounters {
     /// Largest backlog seen, packets.
     pub max_backlog_pkts: u32,
     /// Sojourn time of packets leaving the queue.
-    pub sojourn: Sojourn,
+    pub sojourn: S,
 }
 
 impl QueueCounters {
@@ -202,6 +232,27 @@ impl QueueCounters {
         self.backlog_bytes = 0;
         self.backlog_pkts = 0;
     }
+    /// A copy with the sojourn histogram reduced to its summary: what the
+    /// data path publishes (same JSON).
+    pub fn summary(&self) -> QueueCounters<SojournSummary> {
+        QueueCounters {
+            arrived: self.arrived,
+            enqueued: self.enqueued,
+            dequeued: self.dequeued,
+            dropped: self.dropped,
+            marked: self.marked,
+            already_ce: self.already_ce,
+            not_ect_passed: self.not_ect_passed,
+            non_ip_unmarked: self.non_ip_unmarked,
+            drained: self.drained,
+            rounds: self.rounds,
+            backlog_bytes: self.backlog_bytes,
+            backlog_pkts: self.backlog_pkts,
+            max_backlog_bytes: self.max_backlog_bytes,
+            max_backlog_pkts: self.max_backlog_pkts,
+            sojourn: self.sojourn.summary(),
+        }
+    }
     /// Zeroes the statistics (not the current backlog).
     pub fn clear(&mut self) {
         let (b, p) = (self.backlog_bytes, self.backlog_pkts);
@@ -218,13 +269,13 @@ impl QueueCounters {
     }
 }
 
-/// All counters of an egress port.
+/// All counters of an egress port (`S`: as in [`QueueCounters`]).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct PortCounters {
+pub struct PortCounters<S = Sojourn> {
     /// The whole port.
-    pub port: QueueCounters,
+    pub port: QueueCounters<S>,
     /// Per queue.
-    pub queues: Vec<QueueCounters>,
+    pub queues: Vec<QueueCounters<S>>,
 }
 
 impl PortCounters {
@@ -240,6 +291,13 @@ impl PortCounters {
         f(&mut self.queues[q]);
         f(&mut self.port);
     }
+    /// The published copy: every sojourn histogram reduced to its summary.
+    pub fn summary(&self) -> PortCounters<SojournSummary> {
+        PortCounters {
+            port: self.port.summary(),
+            queues: self.queues.iter().map(QueueCounters::summary).collect(),
+        }
+    }
     /// Zeroes the statistics of the port and every queue (not the backlog).
     pub fn clear(&mut self) {
         self.port.clear();
@@ -253,7 +311,7 @@ mod tests {
 
     #[test]
     fn serialises_reason_names_and_sojourn() {
-        let mut c = QueueCounters::default();
+        let mut c: QueueCounters = QueueCounters::default();
         c.dropped.add(DropReason::BufferFull, 1500);
         c.marked.add(MarkReason::Sojourn, 100);
         for ns in [1_000, 2_000, 100_000] {
@@ -268,5 +326,13 @@ mod tests {
         let max = j["sojourn"]["max_us"].as_f64().unwrap();
         assert!((max - 100.0).abs() < 1.0, "{max}");
         assert_eq!(c.dropped.total().pkts, 1);
+        // The published summary renders the same JSON.
+        assert_eq!(serde_json::to_value(c.summary()).unwrap(), j);
+        let mut p = PortCounters::new(2);
+        p.count(1, |q| q.sojourn.record(5_000));
+        p.count(1, |q| q.enqueued.add(100));
+        let full = serde_json::to_value(&p).unwrap();
+        assert_eq!(serde_json::to_value(p.summary()).unwrap(), full);
+        assert_eq!(full["queues"][1]["sojourn"]["count"], 1);
     }
 }

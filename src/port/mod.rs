@@ -53,7 +53,9 @@ pub use config::{
     Classifier, NotEctPolicy, PortConfig, PortConfigError, DEFAULT_BUFFER_BYTES,
     DEFAULT_MTU_FRAME_BYTES, DEFAULT_QUEUES, MIN_FRAME_BYTES,
 };
-pub use counters::{DropCounts, MarkCounts, PktBytes, PortCounters, QueueCounters, Sojourn};
+pub use counters::{
+    DropCounts, MarkCounts, PktBytes, PortCounters, QueueCounters, Sojourn, SojournSummary,
+};
 pub use flowmap::{FlowClassConfig, FlowCounters, FlowMap};
 
 use crate::aqm::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};
