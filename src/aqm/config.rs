@@ -200,6 +200,21 @@ where
         .map_err(|e| AqmConfigError::Invalid(format!("{aqm}: {}", e.message())))
 }
 
+/// The options of `--aqm name` that are queue-length thresholds (bytes, or
+/// packets where the AQM counts packets): what scaling a scenario to another
+/// link rate multiplies with the rate, so a threshold keeps its drain time
+/// (`softswitch-exp run --rate`). Times, probabilities, slopes, weights and
+/// table sizes are not lengths.
+pub fn length_keys(name: &str) -> &'static [&'static str] {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "red" => &["min_th", "max_th", "min_k", "max_k"],
+        "dctcp" | "dctcp-ecn" => &["k"],
+        "pred" => &["min_k", "delta_min_k", "max_k", "q_left", "q_right"],
+        "diffecn" => &["k"],
+        _ => &[],
+    }
+}
+
 impl AqmConfig {
     /// The paper's defaults for `--aqm name`, scaled to `env` (see the table
     /// in the module header).

@@ -12,7 +12,9 @@
 //! * `switch.rate` → the new rate; AQM defaults derived from the rate and
 //!   `--rtt` (K, MQ-ECN's K_i, DiffECN's K_p …) follow by themselves;
 //! * `switch.buffer` and every *size*-valued AQM option (`k = "30kb"`,
-//!   RED's thresholds) × f — the same time to drain, the same K in time;
+//!   RED's thresholds) × f — the same time to drain, the same K in time; a
+//!   bare number only where the AQM names the key a queue length
+//!   (`aqm::config::length_keys`: `k = 2656` bytes, PRED's `max_k` packets);
 //! * every paced flow's `rate` × f — the same share of the link;
 //! * time-valued options (TCN's and ECN♯'s thresholds, CoDel's target),
 //!   quanta and weights (relative), loads (relative), incast and flow sizes
@@ -85,7 +87,20 @@ pub fn scale(
     out.switch.buffer = Some(nb);
 
     for (aqm, opts) in out.switch.aqm_opts.iter_mut() {
+        // `dctcp@port` is a variant of `dctcp`.
+        let base = aqm.split('@').next().unwrap_or(aqm);
+        let lengths = crate::aqm::config::length_keys(base);
         for (key, v) in opts.iter_mut() {
+            // A bare number is a length only where the AQM says the key is
+            // one (`k = 2656` bytes, PRED's `max_k = 107` packets).
+            if let toml::Value::Integer(n) = *v {
+                if n > 0 && lengths.contains(&key.replace('-', "_").as_str()) {
+                    let nn = scale_bytes(n as u64);
+                    changes.push(format!("switch.aqm_opts.{aqm}.{key}: {n} → {nn}"));
+                    *v = toml::Value::Integer(nn as i64);
+                }
+                continue;
+            }
             let toml::Value::String(s) = v else { continue };
             // Times stay (they are already relative to the RTT); a string
             // that reads as a size with a unit is a byte threshold.
@@ -330,6 +345,50 @@ mod tests {
         let sc = Scenario::from_toml(s, Path::new("t.toml")).unwrap();
         sc.validate().unwrap();
         sc
+    }
+
+    #[test]
+    fn bare_numbers_scale_only_where_the_aqm_says_they_are_lengths() {
+        let text = r#"
+            [topology]
+            hosts = 2
+            [switch]
+            aqm = ["dctcp@port", "red@fixed", "pred"]
+            rate = "1gbit"
+            buffer = "192kb"
+            [switch.aqm_opts."dctcp@port"]
+            k = 2656
+            occupancy = "port"
+            [switch.aqm_opts."red@fixed"]
+            form = "point-slope"
+            unit = "packets"
+            w_q = 1.0
+            lambda = 0.2
+            min_k = 3
+            max_k = 107
+            [switch.aqm_opts.pred]
+            index_bits = 10
+            [traffic]
+            kind = "static"
+            duration = "3s"
+            flows = [{ server = 1, client = 2 }]
+        "#;
+        let (s, how) = scale(&sc(text), "500mbit", "test").unwrap();
+        let o = &s.switch.aqm_opts;
+        assert_eq!(o["dctcp@port"]["k"].as_integer(), Some(1328), "bytes");
+        assert_eq!(o["red@fixed"]["max_k"].as_integer(), Some(54), "packets");
+        assert_eq!(o["red@fixed"]["min_k"].as_integer(), Some(2));
+        assert_eq!(o["red@fixed"]["lambda"].as_float(), Some(0.2), "a slope");
+        assert_eq!(o["red@fixed"]["w_q"].as_float(), Some(1.0));
+        assert_eq!(
+            o["pred"]["index_bits"].as_integer(),
+            Some(10),
+            "a table size"
+        );
+        assert!(how
+            .changes
+            .iter()
+            .any(|c| c.contains("dctcp@port.k: 2656 → 1328")));
     }
 
     #[test]
