@@ -287,6 +287,53 @@ fn shaped_goodput_500mbit() {
     assert!(bps > 0.5 * rate, "drop-tail: {summary}");
 }
 
+#[test]
+fn host_link_emulation_spreads_bursts() {
+    let name = "host_link_emulation_spreads_bursts";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    // Hosts behind emulated 1 Gbit/s NICs, a 300 Mbit/s egress port: the
+    // port stays the bottleneck, the host link only spreads bursts.
+    let mut t = TestTopo::new(2);
+    let sw = switch(
+        &t,
+        "",
+        &["--rate", "300mbit", "--ingress-rate", "1gbit"],
+        Duration::from_secs(30),
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let out = iperf(&mut t, 0, 1, 3, &["-O", "1"]);
+    let bps = iperf_receiver_bps(&out);
+    let exit = sw.stop();
+    let j = exit.assert_clean();
+    let l = &j["ports"][0]["ingress_link"];
+    eprintln!(
+        "goodput {:.1} Mbit/s, h1's link: {l}\n{}",
+        bps / 1e6,
+        drops_summary(&j)
+    );
+    assert_eq!(l["rate"], "1gbit", "{l}");
+    let released = l["released"].as_u64().unwrap_or(0);
+    assert_eq!(
+        released,
+        j["ports"][0]["io"]["rx_packets"].as_u64().unwrap_or(0),
+        "every frame h1 sent entered the switch through its link: {l}"
+    );
+    assert!(released > 50_000, "{l}");
+    assert!(
+        l["delayed"].as_u64().unwrap_or(0) > 0,
+        "h1's bursts found its wire busy: {l}"
+    );
+    assert_eq!(l["dropped_full"], 0, "{l}");
+    assert!(
+        (0.8..=1.0).contains(&(bps / 300e6)),
+        "goodput {:.1} Mbit/s of 300 Mbit/s: the egress port, not the host link, must set it",
+        bps / 1e6
+    );
+}
+
 /// A 3 s transfer h1 -> h2 through a switch started with `args`; returns
 /// h1's `TcpExtTCPDeliveredCE` increase and the switch's counters.
 fn ce_run(args: &[&str]) -> (u64, serde_json::Value) {

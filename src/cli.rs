@@ -122,6 +122,12 @@ pub struct RunArgs {
     /// One-way delay added after the shaper on every port (e.g. 50us); per port: --port-delay IF=TIME.
     #[arg(long)]
     pub delay: Option<String>,
+    /// Emulate the sending hosts' NICs: a frame arriving on a port enters the switch only when a link of this rate would have delivered it (store-and-forward, FIFO). off (default, as the prototypes, which sit behind real NICs), line (each port's --rate, a testbed's symmetric links) or a rate. A veth delivers a host's burst at memory speed; a NIC spreads it at line rate.
+    #[arg(long)]
+    pub ingress_rate: Option<String>,
+    /// Frames the emulated host link may hold before counted drops (ingress_full); default 1000, Linux's txqueuelen.
+    #[arg(long)]
+    pub ingress_limit: Option<u32>,
     /// Per-port delay override, IF=TIME (repeatable).
     #[arg(long = "port-delay", value_name = "IF=TIME")]
     pub port_delay: Vec<String>,

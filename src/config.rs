@@ -77,6 +77,10 @@ pub struct FileConfig {
     pub queue_limit: Option<String>,
     /// One-way delay.
     pub delay: Option<String>,
+    /// Emulated host links on ingress: off | line | a rate.
+    pub ingress_rate: Option<String>,
+    /// Frames an emulated host link may hold.
+    pub ingress_limit: Option<u32>,
     /// Base RTT for AQM defaults.
     pub rtt: Option<String>,
     /// Queues per port.
@@ -251,6 +255,8 @@ pub struct PortSettings {
     pub env: AqmEnv,
     /// One-way delay after the shaper.
     pub delay_ns: Nanos,
+    /// Rate of the emulated host link on ingress (`--ingress-rate`), if on.
+    pub ingress_rate: Option<Rate>,
 }
 
 /// The switch's effective settings.
@@ -287,6 +293,8 @@ pub struct Settings {
     pub pcap: Option<crate::capture::PcapSettings>,
     /// R-AQM on the reverse path (`--aqm r-aqm`), with its parameters.
     pub raqm: Option<crate::raqm::Config>,
+    /// Frames each emulated host link may hold (`--ingress-limit`).
+    pub ingress_limit: u32,
 }
 
 impl Settings {
@@ -323,6 +331,12 @@ impl Settings {
                     NotEctPolicy::Drop => "drop",
                 },
             ));
+            if let Some(r) = p.ingress_rate {
+                out.push_str(&format!(
+                    "  ingress: frames from the host enter at most at {r} (emulated host NIC, store-and-forward, up to {} frames waiting)\n",
+                    self.ingress_limit
+                ));
+            }
             if let crate::port::Classifier::Flow(f) = &c.classifier {
                 out.push_str(&format!(
                     "  classify flow: a queue per active flow by 5-tuple{}, {} entries (diffecn.txt §IV-B)\n",
@@ -577,6 +591,19 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         .into_iter()
         .collect();
 
+    let ingress =
+        crate::ingress::IngressRate::parse(pick(&args.ingress_rate, &file.ingress_rate, "off"))
+            .map_err(ConfigError::Invalid)?;
+    let ingress_limit = args
+        .ingress_limit
+        .or(file.ingress_limit)
+        .unwrap_or(crate::ingress::DEFAULT_LIMIT_PKTS);
+    if ingress_limit == 0 {
+        return Err(ConfigError::Invalid(
+            "--ingress-limit 0: the emulated host link needs room for at least 1 frame".into(),
+        ));
+    }
+
     let mut out = Vec::with_capacity(ports.len());
     for name in &ports {
         let ov = overrides.get(name).cloned().unwrap_or_default();
@@ -596,6 +623,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             .or(args.delay.clone())
             .or(file.delay.clone());
         let delay_ns = time_setting("delay", delay_s.as_deref().unwrap_or("0"))?;
+        let ingress_rate = ingress.for_port(rate);
         let port = PortConfig {
             rate,
             bucket_bytes: bucket,
@@ -645,6 +673,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
             aqm,
             env,
             delay_ns,
+            ingress_rate,
         });
     }
     let raqm = if raqm_on {
@@ -677,6 +706,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
     Ok(Settings {
         pcap,
         raqm,
+        ingress_limit,
         ports: out,
         force: args.force,
         frames: args.frames.or(file.frames),
@@ -1062,5 +1092,43 @@ mod tests {
         assert!(e.contains("--max-lost") && e.contains("1%"), "{e}");
         let e = parse(&["--max-stall", "soon"]).unwrap_err().to_string();
         assert!(e.starts_with("max-stall:"), "{e}");
+    }
+
+    #[test]
+    fn ingress_rate_is_off_by_default_and_line_follows_each_port() {
+        let parse = |extra: &[&str]| {
+            let mut v = vec!["softswitch", "--ports", "a,b", "--rate", "500mbit"];
+            v.extend_from_slice(extra);
+            resolve(
+                &<crate::cli::Cli as clap::Parser>::try_parse_from(v)
+                    .unwrap()
+                    .run,
+            )
+        };
+        let s = parse(&[]).unwrap();
+        assert!(s.ports.iter().all(|p| p.ingress_rate.is_none()));
+        assert!(!s.describe().contains("ingress:"));
+        let s = parse(&["--ingress-rate", "line", "--port-rate", "b=100mbit"]).unwrap();
+        assert_eq!(s.ports[0].ingress_rate, Some(Rate::mbit(500)));
+        assert_eq!(s.ports[1].ingress_rate, Some(Rate::mbit(100)));
+        assert_eq!(s.ingress_limit, crate::ingress::DEFAULT_LIMIT_PKTS);
+        assert!(
+            s.describe()
+                .contains("at most at 500mbit (emulated host NIC"),
+            "{}",
+            s.describe()
+        );
+        let s = parse(&["--ingress-rate", "1gbit", "--ingress-limit", "64"]).unwrap();
+        assert_eq!(s.ports[1].ingress_rate, Some(Rate::gbit(1)));
+        assert_eq!(s.ingress_limit, 64);
+        let e = parse(&["--ingress-rate", "fast"]).unwrap_err().to_string();
+        assert!(e.contains("--ingress-rate") && e.contains("line"), "{e}");
+        let e = parse(&["--ingress-rate", "line", "--ingress-limit", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--ingress-limit 0"), "{e}");
+        let f = FileConfig::parse("ingress_rate = \"line\"\ningress_limit = 10").unwrap();
+        assert_eq!(f.ingress_rate.as_deref(), Some("line"));
+        assert_eq!(f.ingress_limit, Some(10));
     }
 }

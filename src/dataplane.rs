@@ -154,7 +154,14 @@ pub fn frames_needed(settings: &Settings, sockets: u32, opts: &XskOptions) -> u3
         .raqm
         .as_ref()
         .map_or(0, |r| r.viq_limit_pkts as u64 * settings.ports.len() as u64);
-    (rings + ports + viqs + 1024).min(u32::MAX as u64) as u32
+    // Emulated host links hold received frames until their release.
+    let links: u64 = settings
+        .ports
+        .iter()
+        .filter(|p| p.ingress_rate.is_some())
+        .map(|_| settings.ingress_limit as u64)
+        .sum();
+    (rings + ports + viqs + links + 1024).min(u32::MAX as u64) as u32
 }
 
 /// Number of RX queues of an interface (one AF_XDP socket each).
@@ -195,6 +202,7 @@ struct CapturedPort {
     classifier: Option<serde_json::Value>,
     link: crate::shaper::LinkFidelity,
     raqm: Option<serde_json::Value>,
+    ingress: Option<(crate::units::Rate, crate::ingress::IngressCounters, usize)>,
 }
 
 /// Copies the switch's counters at `now` (see [`Captured`]), with the
@@ -222,6 +230,10 @@ pub fn capture(
             classifier: p.egress.classifier_report(),
             link: p.egress.shaper().fidelity(now),
             raqm: raqm.map(|r| r.report(i, now)),
+            ingress: p
+                .ingress_link
+                .as_ref()
+                .map(|l| (l.rate(), *l.counters(), l.len())),
         })
         .collect();
     Captured {
@@ -264,6 +276,17 @@ impl Captured {
                 });
                 if let Some(r) = &p.raqm {
                     v["raqm"] = r.clone();
+                }
+                if let Some((rate, c, len)) = &p.ingress {
+                    v["ingress_link"] = json!({
+                        "rate": rate.to_string(),
+                        "backlog_pkts": len,
+                        "released": c.released,
+                        "delayed": c.delayed,
+                        "dropped_full": c.dropped_full,
+                        "max_backlog_pkts": c.max_backlog_pkts,
+                        "waited_ms": c.waited_ns as f64 / 1e6,
+                    });
                 }
                 v
             })
@@ -347,6 +370,11 @@ pub fn build_switch(settings: &Settings) -> Result<Switch<AqmKind>> {
         Switch::new(specs, bridge, 0, settings.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(r) = &settings.raqm {
         sw.enable_raqm(r, 0);
+    }
+    let ingress: Vec<_> = settings.ports.iter().map(|p| p.ingress_rate).collect();
+    if ingress.iter().any(Option::is_some) {
+        let overhead = settings.ports[0].port.overhead_bytes;
+        sw.enable_ingress_links(&ingress, overhead, settings.ingress_limit);
     }
     Ok(sw)
 }

@@ -150,6 +150,18 @@ pub fn render(snap: &Value) -> String {
             s["max_us"].as_f64().unwrap_or(0.0),
             u(&eg["max_backlog_bytes"]),
         ));
+        let il = &p["ingress_link"];
+        if il.is_object() {
+            out.push_str(&format!(
+                "  ingress link ({}, emulated host NIC): released {} | waited for the wire {} (total {:.1} ms) | max waiting {} | dropped full {}\n",
+                il["rate"].as_str().unwrap_or("?"),
+                u(&il["released"]),
+                u(&il["delayed"]),
+                il["waited_ms"].as_f64().unwrap_or(0.0),
+                u(&il["max_backlog_pkts"]),
+                u(&il["dropped_full"]),
+            ));
+        }
         let r = &p["raqm"];
         if r.is_object() {
             let f = |k: &str| r["state_ms"][k].as_f64().unwrap_or(0.0);
@@ -296,5 +308,10 @@ mod tests {
         assert!(t.contains("  flows: new to empty queue 5, to temporary queue 2, to shortest queue 0 | moved out of the temporary queue: probe 1, pass limit 1 | expired 3"), "{t}");
         assert!(t.contains("  diffecn: N_flow 4 (last period 4, this one 2, max 5) K_p 1328 B | 100 periods | marks 30 of 900 packets"), "{t}");
         assert!(t.contains("  - port veth0 lost 2.0 %"), "{t}");
+        assert!(!t.contains("ingress link"), "{t}");
+        snap["ports"][0]["ingress_link"] = serde_json::json!({"rate": "500mbit", "backlog_pkts": 0,
+            "released": 900, "delayed": 300, "dropped_full": 0, "max_backlog_pkts": 12, "waited_ms": 4.25});
+        let t = render(&snap);
+        assert!(t.contains("  ingress link (500mbit, emulated host NIC): released 900 | waited for the wire 300 (total 4.2 ms) | max waiting 12 | dropped full 0"), "{t}");
     }
 }

@@ -25,10 +25,11 @@ use crate::aqm::{Aqm, DropReason};
 use crate::bridge::{Bridge, BridgeConfig, Forward};
 use crate::capture::{Capture, CaptureConfig, Fate, PortTrace};
 use crate::delay::DelayLine;
+use crate::ingress::IngressLink;
 use crate::packet::{FrameId, FrameStore, Packet};
 use crate::port::{EgressPort, PortConfig, PortConfigError};
 use crate::raqm::{self, AckDrop, Offer, Raqm};
-use crate::units::Nanos;
+use crate::units::{Nanos, Rate};
 use crate::wire;
 
 /// Per-port counters kept by the switch itself (the egress port keeps its own
@@ -61,6 +62,8 @@ pub struct SwitchPort<A: Aqm> {
     pub wire: DelayLine,
     /// Ingress / transmit counters.
     pub io: IoCounters,
+    /// Emulated host link on ingress (`--ingress-rate`), if on.
+    pub ingress_link: Option<IngressLink>,
 }
 
 /// Configuration of one port.
@@ -104,6 +107,7 @@ impl<A: Aqm> Switch<A> {
                 egress,
                 wire: DelayLine::new(s.delay_ns),
                 io: IoCounters::default(),
+                ingress_link: None,
             });
         }
         Ok(Switch {
@@ -153,6 +157,17 @@ impl<A: Aqm> Switch<A> {
         self.raqm_dropped = Vec::with_capacity(1024);
     }
 
+    /// Emulates the sending hosts' NICs (see [`crate::ingress`]): frames
+    /// arriving on port `i` are processed only once a link of `rates[i]`
+    /// would have delivered them (None or a zero rate: no emulation).
+    pub fn enable_ingress_links(&mut self, rates: &[Option<Rate>], overhead: u32, limit_pkts: u32) {
+        for (p, r) in self.ports.iter_mut().zip(rates) {
+            p.ingress_link = r
+                .filter(|r| r.bps() > 0)
+                .map(|r| IngressLink::new(r, overhead, limit_pkts));
+        }
+    }
+
     /// R-AQM's state, when enabled.
     pub fn raqm(&self) -> Option<&Raqm> {
         self.raqm.as_ref()
@@ -192,6 +207,10 @@ impl<A: Aqm> Switch<A> {
     /// A frame of `len` bytes arrived on `port` at `now`. The switch owns the
     /// frame from here on: it is queued on one or more egress ports, or dropped
     /// and released (counted).
+    ///
+    /// With an emulated host link on `port` the frame first waits there for
+    /// its serialisation ([`crate::ingress`]) and is processed by
+    /// [`poll`](Self::poll) at its release.
     pub fn ingress<S: FrameStore>(
         &mut self,
         port: u16,
@@ -205,6 +224,26 @@ impl<A: Aqm> Switch<A> {
             store.release(frame);
             return;
         };
+        if let Some(l) = &mut p.ingress_link {
+            if let Err(frame) = l.offer(frame, len, now) {
+                p.io.ingress_drops[DropReason::IngressFull as usize] += 1;
+                store.release(frame);
+            }
+            return;
+        }
+        self.process(port, frame, len, now, store);
+    }
+
+    /// A frame received on `port` enters the switch at `now`.
+    fn process<S: FrameStore>(
+        &mut self,
+        port: u16,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        let p = &mut self.ports[port as usize];
         p.io.rx_packets += 1;
         p.io.rx_bytes += len as u64;
         if let Some(c) = self.capture.as_deref_mut() {
@@ -295,6 +334,15 @@ impl<A: Aqm> Switch<A> {
         store: &mut S,
         mut tx: impl FnMut(u16, Packet),
     ) {
+        for i in 0..self.ports.len() {
+            while let Some((frame, len)) = self.ports[i]
+                .ingress_link
+                .as_mut()
+                .and_then(|l| l.pop_ready(now))
+            {
+                self.process(i as u16, frame, len, now, store);
+            }
+        }
         if self.raqm.is_some() {
             self.raqm_release(now, store);
         }
@@ -366,6 +414,7 @@ impl<A: Aqm> Switch<A> {
                     p.egress.next_ready(now),
                     p.wire.next_release(),
                     p.egress.aqm().next_tick(),
+                    p.ingress_link.as_ref().and_then(|l| l.next_release()),
                 ]
             })
             .chain(raqm)
@@ -373,7 +422,8 @@ impl<A: Aqm> Switch<A> {
             .min()
     }
 
-    /// Packets held anywhere in the switch (queues + wires + R-AQM's VIQs).
+    /// Packets held anywhere in the switch (queues + wires + R-AQM's VIQs +
+    /// emulated host links).
     pub fn held_packets(&self) -> u64 {
         let viq: u64 = self
             .raqm
@@ -381,7 +431,11 @@ impl<A: Aqm> Switch<A> {
             .map_or(0, |r| r.ports.iter().map(|p| p.viq_len() as u64).sum());
         self.ports
             .iter()
-            .map(|p| p.egress.backlog_pkts() as u64 + p.wire.len() as u64)
+            .map(|p| {
+                p.egress.backlog_pkts() as u64
+                    + p.wire.len() as u64
+                    + p.ingress_link.as_ref().map_or(0, |l| l.len() as u64)
+            })
             .sum::<u64>()
             + viq
     }
@@ -399,6 +453,11 @@ impl<A: Aqm> Switch<A> {
             c.drain();
         }
         for p in &mut self.ports {
+            if let Some(l) = &mut p.ingress_link {
+                for f in l.drain() {
+                    store.release(f);
+                }
+            }
             p.egress.drain(store);
             for pkt in p.wire.drain() {
                 store.release(pkt.frame);
@@ -593,6 +652,45 @@ mod tests {
         }
         assert_eq!(sw.held_packets(), 0);
         assert_eq!(st.live, 0);
+    }
+
+    #[test]
+    fn an_emulated_host_link_spreads_a_burst_at_its_rate() {
+        // Unshaped egress, host link of 100 Mbit/s on port 0: a burst of 4
+        // full frames received at once leaves one serialisation
+        // ((1514 + 24) × 8 / 100 Mbit/s = 123.04 µs) apart.
+        let mut sw = switch(2, Rate::from_bps(0), 0);
+        sw.enable_ingress_links(&[Some(Rate::mbit(100)), None], 24, 3);
+        let mut store = VecStore::new();
+        let (a, b) = (mac(1), mac(2));
+        send(&mut sw, &mut store, 1, frame(b, a, 60), 0);
+        assert_eq!(
+            collect(&mut sw, &mut store, 0).len(),
+            1,
+            "port 1 has no link"
+        );
+        for _ in 0..4 {
+            send(&mut sw, &mut store, 0, frame(a, b, 1514), 0);
+        }
+        // The 4th frame found 3 waiting: a counted drop.
+        assert_eq!(
+            sw.ports()[0].io.ingress_drops[DropReason::IngressFull as usize],
+            1
+        );
+        assert_eq!(sw.held_packets(), 3);
+        assert_eq!(sw.ports()[0].io.rx_packets, 0, "not in the switch yet");
+        assert_eq!(sw.next_event(0), Some(123_040));
+        assert!(collect(&mut sw, &mut store, 123_039).is_empty());
+        assert_eq!(collect(&mut sw, &mut store, 123_040).len(), 1);
+        assert_eq!(sw.next_event(123_040), Some(246_080));
+        assert!(collect(&mut sw, &mut store, 246_079).is_empty());
+        assert_eq!(collect(&mut sw, &mut store, 400_000).len(), 2);
+        assert_eq!(sw.ports()[0].io.rx_packets, 3);
+        assert_eq!(sw.held_packets(), 0);
+        // Shutdown returns frames still on the link.
+        send(&mut sw, &mut store, 0, frame(a, b, 1514), 500_000);
+        sw.drain(&mut store);
+        assert_eq!(store.live, 0, "every frame returned");
     }
 
     #[test]

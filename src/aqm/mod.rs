@@ -89,11 +89,13 @@ pub enum DropReason {
     NoFrame,
     /// Held too long (R-AQM: ACKs older than 5 ms in the VIQ).
     Stale,
+    /// The emulated host link's queue was full (`--ingress-rate`).
+    IngressFull,
 }
 
 impl DropReason {
     /// Number of reasons (size of counter arrays).
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     /// All reasons, in index order.
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::BufferFull,
@@ -104,6 +106,7 @@ impl DropReason {
         DropReason::TooBig,
         DropReason::NoFrame,
         DropReason::Stale,
+        DropReason::IngressFull,
     ];
     /// Short name for counters output.
     pub fn name(self) -> &'static str {
@@ -116,6 +119,7 @@ impl DropReason {
             DropReason::TooBig => "too_big",
             DropReason::NoFrame => "no_frame",
             DropReason::Stale => "stale",
+            DropReason::IngressFull => "ingress_full",
         }
     }
 }
