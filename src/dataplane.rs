@@ -24,7 +24,7 @@ use crate::bridge::BridgeConfig;
 use crate::config::Settings;
 use crate::fidelity::{self, LoopStalls, Thresholds};
 use crate::packet::Packet;
-use crate::preflight::{self, SysPaths};
+use crate::preflight::{self, LinkState, SysPaths};
 use crate::stats::{Published, StatsServer};
 use crate::switch::{PortSpec, Switch};
 use crate::units::{Nanos, MS, SEC};
@@ -41,6 +41,9 @@ const RX_BATCH: usize = 64;
 const PCAP_BATCH: usize = 1024;
 /// An interval between passes longer than this is a stall (no frame moved).
 const STALL_NS: Nanos = 100_000;
+/// How often each port's interface is looked up (down, up again, gone). A
+/// tx kick that fails says so at once; this catches ports nothing is sent to.
+const LINK_CHECK_EVERY: Nanos = 250 * MS;
 
 /// How regularly the data path looks at its rings: the interval between
 /// the starts of successive loop passes. A long interval is time in which
@@ -190,6 +193,8 @@ pub struct Captured {
     ports: Vec<CapturedPort>,
     passes: Option<(serde_json::Value, LoopStalls)>,
     umem: Option<FrameAccounting>,
+    /// Each port's interface state, when the data path watches them.
+    pub link_states: Option<Vec<LinkState>>,
 }
 
 struct CapturedPort {
@@ -244,6 +249,7 @@ pub fn capture(
         ports,
         passes: passes.map(|p| (p.report(), p.stalls(now))),
         umem: umem.copied(),
+        link_states: None,
     }
 }
 
@@ -307,6 +313,9 @@ impl Captured {
             .collect();
         let stalls = self.passes.as_ref().map(|(_, s)| s);
         v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));
+        if let Some(links) = &self.link_states {
+            set_link_states(&mut v, links);
+        }
         if let Some(a) = &self.umem {
             v["umem"] = json!({
                 "frames": a.frames, "free": a.free, "in_fill": a.in_fill,
@@ -334,6 +343,13 @@ pub fn snapshot(
     guard: &Thresholds,
 ) -> serde_json::Value {
     capture(sw, &Arc::from(names), now, umem, passes, guard).to_json()
+}
+
+/// Adds each port's `link_state` (up, down, gone) to a snapshot.
+fn set_link_states(snap: &mut serde_json::Value, links: &[LinkState]) {
+    for (i, l) in links.iter().enumerate() {
+        snap["ports"][i]["link_state"] = json!(l.name());
+    }
 }
 
 /// The CPU `choice` names for this process's data path (None: do not pin).
@@ -384,6 +400,11 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     preflight::check_privileges()?;
     let names: Vec<String> = settings.ports.iter().map(|p| p.name.clone()).collect();
     let ifaces = preflight::check_ports(&names, settings.force, &SysPaths::default())?;
+    // Before anything is attached: one switch per interface.
+    let _port_locks = crate::portlock::PortLocks::acquire(
+        std::path::Path::new(crate::portlock::LOCK_DIR),
+        &names,
+    )?;
     let mut sw = build_switch(settings)?;
     let cpu = data_path_cpu(settings.cpu)?;
     eprint!("{}", settings.describe());
@@ -518,6 +539,10 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     }
     let mut intervals = PassIntervals::default();
     let shared_names: Arc<[String]> = Arc::from(names.as_slice());
+    let ifindexes: Vec<u32> = ifaces.iter().map(|i| i.ifindex).collect();
+    let sys = SysPaths::default();
+    let mut links = vec![LinkState::Up; names.len()];
+    let mut next_link_check = LINK_CHECK_EVERY;
     let mut last_pass = clock();
     let deadline = settings.duration_ns;
     eprintln!(
@@ -532,7 +557,7 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         last_pass = now;
         let held = sw.held_packets() > 0 || pending.iter().any(|q| !q.is_empty());
         for (port, ss) in socks.iter_mut().enumerate() {
-            for s in ss.iter_mut() {
+            for s in ss.iter_mut().filter(|s| !s.is_abandoned()) {
                 s.complete(&mut umem);
                 s.refill(&mut umem);
                 let n = s.recv(&mut umem, &mut batch);
@@ -547,7 +572,18 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         sw.poll(now, &mut umem, |port, pkt| {
             pending[port as usize].push_back(pkt)
         });
+        let mut link_news = None;
         for (port, q) in pending.iter_mut().enumerate() {
+            if links[port] != LinkState::Up {
+                // A real port whose link is down drops what it would send.
+                if !q.is_empty() {
+                    sw.ports_mut()[port].io.link_down_drops += q.len() as u64;
+                    for pkt in q.drain(..) {
+                        crate::packet::FrameStore::release(&mut umem, pkt.frame);
+                    }
+                }
+                continue;
+            }
             let s = &mut socks[port][0];
             while let Some(pkt) = q.front() {
                 match s.send(&mut umem, pkt.frame, pkt.len) {
@@ -560,6 +596,53 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             }
             if s.tx_pending() > 0 {
                 s.flush();
+                match s.take_link_error() {
+                    Some(nix::errno::Errno::ENETDOWN) => link_news = Some(port),
+                    Some(nix::errno::Errno::ENXIO | nix::errno::Errno::ENODEV) => {
+                        link_news = Some(port)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if link_news.is_some() || now >= next_link_check {
+            next_link_check = now + LINK_CHECK_EVERY;
+            for (port, name) in names.iter().enumerate() {
+                let state = preflight::link_state(name, ifindexes[port], &sys);
+                if state == links[port] || links[port] == LinkState::Gone {
+                    continue;
+                }
+                links[port] = state;
+                match state {
+                    LinkState::Up => eprintln!(
+                        "softswitch: port {port} ({name}) is up again; forwarding to it resumes"
+                    ),
+                    LinkState::Down => eprintln!(
+                        "softswitch: port {port} ({name}) is down; frames for it are dropped \
+                         (counted as link_down_drops) until it is up again"
+                    ),
+                    LinkState::Gone => {
+                        let mut stranded = 0;
+                        for s in socks[port].iter_mut() {
+                            stranded += s.abandon(&mut umem);
+                        }
+                        eprintln!(
+                            "softswitch: port {port} ({name}) is gone (the interface was deleted, \
+                             e.g. with its namespace); its frames are dropped (counted as \
+                             link_down_drops) and the other ports keep forwarding{}",
+                            if stranded > 0 {
+                                format!("; {stranded} frames stay with the kernel")
+                            } else {
+                                String::new()
+                            }
+                        );
+                    }
+                }
+            }
+            if links.iter().all(|l| *l == LinkState::Gone) {
+                eprintln!("softswitch: every port is gone; stopping");
+                stop.store(true, Ordering::Relaxed);
+                next_publish = now;
             }
         }
 
@@ -590,14 +673,16 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             }
             // Plain copies only: the stats thread builds the JSON when asked.
             let acc = umem.accounting();
-            published.set_lazy(Arc::new(capture(
+            let mut captured = capture(
                 &sw,
                 &shared_names,
                 now,
                 Some(&acc),
                 Some(&intervals),
                 &settings.guard,
-            )));
+            );
+            captured.link_states = Some(links.clone());
+            published.set_lazy(Arc::new(captured));
             next_publish = now + PUBLISH_EVERY;
             if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;
@@ -673,6 +758,16 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         }
         std::thread::yield_now();
     }
+    // What the kernel did not take in 500 ms (a port that is down keeps its
+    // tx ring full) is taken back: no kick follows, so it is never sent.
+    let mut unsent = 0;
+    for ss in &mut socks {
+        for s in ss.iter_mut() {
+            if s.tx_pending() > 0 {
+                unsent += s.reclaim_unsent(&mut umem);
+            }
+        }
+    }
     if let Some(w) = ts_writer {
         if !ts_batch.is_empty() {
             w.send(ts_batch);
@@ -688,6 +783,8 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         Some(&intervals),
         &settings.guard,
     );
+    set_link_states(&mut snap, &links);
+    snap["umem"]["unsent_at_exit"] = json!(unsent);
     if settings.poll == crate::poll::PollMode::Adaptive {
         snap["loop"]["poll"] = waiter.report();
     }

@@ -23,6 +23,7 @@ pub mod ingress;
 pub mod packet;
 pub mod poll;
 pub mod port;
+pub mod portlock;
 pub mod preflight;
 pub mod raqm;
 pub mod report;

@@ -207,6 +207,45 @@ pub fn check_ports(
     Ok(out)
 }
 
+/// What the data path sees of a port's interface while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Present and administratively up.
+    Up,
+    /// Present but administratively down (`ip link set ... down`).
+    Down,
+    /// Gone: deleted (with its namespace, for a veth), or replaced by another
+    /// interface of the same name (a new ifindex).
+    Gone,
+}
+
+impl LinkState {
+    /// Lower-case name, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Up => "up",
+            LinkState::Down => "down",
+            LinkState::Gone => "gone",
+        }
+    }
+}
+
+/// The state of interface `name`, which had `ifindex` when the switch started.
+pub fn link_state(name: &str, ifindex: u32, paths: &SysPaths) -> LinkState {
+    let dir = paths.class_net.join(name);
+    let now_index = read_trim(&dir.join("ifindex")).and_then(|m| m.parse::<u32>().ok());
+    if now_index != Some(ifindex) {
+        return LinkState::Gone;
+    }
+    let flags = read_trim(&dir.join("flags"))
+        .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok());
+    match flags {
+        Some(f) if f & 0x1 != 0 => LinkState::Up,
+        Some(_) => LinkState::Down,
+        None => LinkState::Gone,
+    }
+}
+
 /// The effective uid from a `/proc/<pid>/status` text (`Uid: real effective saved fs`).
 pub fn effective_uid(status: &str) -> Option<u32> {
     status
@@ -324,6 +363,19 @@ mod tests {
         f.iface("veth2", "lowerlayerdown", "0x1003", 1500, 8, 9);
         let e = check_interface("veth2", false, &f.paths()).unwrap_err();
         assert!(e.to_string().contains("peer"), "{e}");
+    }
+
+    #[test]
+    fn link_state_follows_flags_and_ifindex() {
+        let f = Fixture::new("linkstate");
+        f.iface("veth3", "up", "0x1003", 1500, 10, 11);
+        assert_eq!(link_state("veth3", 10, &f.paths()), LinkState::Up);
+        f.iface("veth3", "down", "0x1002", 1500, 10, 11);
+        assert_eq!(link_state("veth3", 10, &f.paths()), LinkState::Down);
+        // Deleted and re-created under the same name: another interface.
+        f.iface("veth3", "up", "0x1003", 1500, 12, 11);
+        assert_eq!(link_state("veth3", 10, &f.paths()), LinkState::Gone);
+        assert_eq!(link_state("nope9", 10, &f.paths()), LinkState::Gone);
     }
 
     #[test]

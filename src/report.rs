@@ -109,6 +109,13 @@ pub fn render(snap: &Value) -> String {
                 }
             }
         }
+        let link_drops = u(&io["link_down_drops"]);
+        if link_drops > 0 || p["link_state"].as_str().is_some_and(|s| s != "up") {
+            out.push_str(&format!(
+                "  link {}: {link_drops} frames for it released unsent while it was down or gone\n",
+                p["link_state"].as_str().unwrap_or("?"),
+            ));
+        }
         out.push_str(&format!(
             "  egress: enqueued {} dequeued {} | drops: {} | marks: {} | flooded {} | ingress drops: {}\n",
             u(&eg["enqueued"]["pkts"]),

@@ -36,6 +36,9 @@ impl Default for Published {
     }
 }
 
+/// How long the server waits for one client to take a snapshot.
+const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Published {
     /// Replaces the snapshot with finished JSON text.
     pub fn set(&self, json: String) {
@@ -81,6 +84,11 @@ impl StatsServer {
         let listener = UnixListener::bind(path)?;
         thread::Builder::new().name("stats".into()).spawn(move || {
             for mut conn in listener.incoming().flatten() {
+                // A client that connects and never reads must not hold the
+                // server (and every later client) once a large snapshot
+                // fills the socket buffer. What a client writes is never
+                // read: garbage is ignored.
+                let _ = conn.set_write_timeout(Some(WRITE_TIMEOUT));
                 let snap = published.get();
                 let _ = conn.write_all(snap.as_bytes());
             }
@@ -142,6 +150,22 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("--stats-socket"), "{e}");
+        // A client that never reads a snapshot larger than the socket
+        // buffer holds the server for at most the write timeout; garbage
+        // written to it is ignored.
+        p.set("x".repeat(4 << 20));
+        let mut stuck = UnixStream::connect(&path).unwrap();
+        let _ = stuck.write_all(b"\x00\xffGET / HTTP/1.0\r\n\r\n");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        p.set("{\"a\":3}".into());
+        let t = std::time::Instant::now();
+        assert_eq!(fetch(&path).unwrap(), "{\"a\":3}");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            t.elapsed()
+        );
+        drop(stuck);
         drop(server);
         assert!(!path.exists());
         assert!(fetch(&path).unwrap_err().contains("Is it running"));

@@ -50,6 +50,10 @@ pub struct IoCounters {
     pub filtered: u64,
     /// Received frames dropped before any egress queue, by reason.
     pub ingress_drops: [u64; DropReason::COUNT],
+    /// Frames that left this port's wire while its interface was down or
+    /// gone (deleted with its namespace), released unsent; they are also in
+    /// `tx_packets`, which counts what the switch handed to the interface.
+    pub link_down_drops: u64,
 }
 
 /// One switch port: its egress pipeline and its wire.

@@ -315,8 +315,10 @@ fn attach_hint(ifname: &str, driver: &ProgramError, skb: &ProgramError) -> Strin
     let mtu = if_mtu(ifname);
     if [errno(driver), errno(skb)].contains(&Some(libc::EBUSY)) {
         return format!(
-            "; `{ifname}` already has an XDP program (see `ip link show {ifname}`): remove it with \
-             `ip link set dev {ifname} xdp off` or stop the program that owns it"
+            "; `{ifname}` already has an XDP program (see `ip -d link show {ifname}`): if \
+             another softswitch (or another XDP user) runs on it, stop that program; a program \
+             attached through netlink and left behind is removed with \
+             `ip link set dev {ifname} xdp off`"
         );
     }
     if [errno(driver), errno(skb)].contains(&Some(libc::EPERM)) {

@@ -135,6 +135,22 @@ impl<T: Copy> Ring<T> {
             .wrapping_sub(self.consumer().load(Ordering::Acquire))
     }
 
+    /// Entries published by us that the kernel has not consumed, oldest
+    /// first (reads the kernel's consumer index). For taking frames back from
+    /// a ring the kernel no longer drives; the caller must not publish more.
+    pub(super) fn prod_unconsumed(&self) -> Vec<T> {
+        let cons = self.consumer().load(Ordering::Acquire);
+        let n = self.local.wrapping_sub(cons).min(self.size);
+        (0..n)
+            .map(|i| {
+                let idx = (cons.wrapping_add(i) & self.mask) as usize;
+                // SAFETY: idx < size; entries between the kernel's consumer
+                // and our producer are ones we wrote and published.
+                unsafe { self.entries.as_ptr().add(idx).read() }
+            })
+            .collect()
+    }
+
     // ---- consumer side (rx, completion) ----
 
     /// Entries ready to read, at most `max`.

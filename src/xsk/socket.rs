@@ -47,6 +47,12 @@ pub struct XskSocket {
     kicks: u64,
     /// Frames the kernel sends per copy-mode tx kick.
     tx_budget: u32,
+    /// The last hard error of a tx kick (see [`XskSocket::take_link_error`]).
+    link_error: Option<Errno>,
+    /// Set by [`XskSocket::abandon`]: the rings are no longer used.
+    abandoned: bool,
+    /// Set by [`XskSocket::reclaim_unsent`]: no frame may be sent any more.
+    tx_reclaimed: bool,
 }
 
 impl std::fmt::Debug for XskSocket {
@@ -329,6 +335,9 @@ impl XskSocket {
             in_fill: 0,
             in_tx: 0,
             kicks: 0,
+            link_error: None,
+            abandoned: false,
+            tx_reclaimed: false,
             tx_budget: if tx_budget_set {
                 opts.tx_size
             } else {
@@ -368,6 +377,9 @@ impl XskSocket {
     /// the kernel if it asked (need-wakeup, zero-copy drivers).
     pub fn refill(&mut self, umem: &mut Umem) -> u32 {
         self.check_umem(umem);
+        if self.abandoned {
+            return 0;
+        }
         let want = self.fill.size().min(umem.free_frames());
         let n = self.fill.prod_free(want).min(umem.free_frames());
         for i in 0..n {
@@ -414,7 +426,7 @@ impl XskSocket {
         self.check_umem(umem);
         // The kernel silently skips an invalid descriptor and never completes
         // it: the frame would be lost. Refuse it here instead.
-        if !umem.fits(frame, len) {
+        if !umem.fits(frame, len) || self.abandoned || self.tx_reclaimed {
             return Err(frame);
         }
         // Each tx descriptor needs a completion slot too.
@@ -445,6 +457,9 @@ impl XskSocket {
     /// stalls TCP (NOTES.md). Stops early when the kernel makes no progress
     /// (e.g. EAGAIN: completion ring full — call `complete`).
     pub fn flush(&mut self) {
+        if self.abandoned || self.tx_reclaimed {
+            return;
+        }
         if self.tx_queued > 0 {
             self.tx.submit(self.tx_queued);
             self.tx_queued = 0;
@@ -465,11 +480,14 @@ impl XskSocket {
                 // EAGAIN is the normal answer when the kernel stopped after
                 // its per-call budget (and also: completion ring full, device
                 // queue busy) — the progress check below decides whether to
-                // kick again. ENETDOWN, ENXIO, ...: give up until next flush.
+                // kick again. ENETDOWN (interface down), ENXIO (unbound: the
+                // interface is gone), ...: noted for the caller, give up
+                // until next flush.
                 if !matches!(
                     e,
                     Errno::EAGAIN | Errno::EBUSY | Errno::ENOBUFS | Errno::EINTR
                 ) {
+                    self.link_error = Some(e);
                     break;
                 }
             }
@@ -477,6 +495,78 @@ impl XskSocket {
                 break;
             }
         }
+    }
+
+    /// The hard error the last tx kick got, if any, cleared by reading it:
+    /// `ENETDOWN` when the interface is administratively down (the kernel
+    /// keeps the descriptors and sends them once it is up and kicked),
+    /// `ENXIO` when the socket is unbound because the interface is gone.
+    pub fn take_link_error(&mut self) -> Option<Errno> {
+        self.link_error.take()
+    }
+
+    /// Takes back the tx descriptors the kernel has not consumed; they
+    /// return to the free list and the count is returned. Sound only when
+    /// the kernel will not read this tx ring again: the interface is gone
+    /// (the socket is unbound), or in copy mode where tx runs only inside
+    /// our kick (`flush`) and none follows — call it at shutdown, after the
+    /// last flush. In zero-copy mode the driver may still read the ring:
+    /// nothing is taken back (returns 0). After it, `send` refuses every
+    /// frame and `flush` does nothing.
+    pub fn reclaim_unsent(&mut self, umem: &mut Umem) -> u32 {
+        self.check_umem(umem);
+        if self.tx_reclaimed || (self.mode == BindMode::ZeroCopy && !self.abandoned) {
+            return 0;
+        }
+        self.tx_reclaimed = true;
+        // Descriptors written but never published are unconsumed too.
+        if self.tx_queued > 0 {
+            self.tx.submit(self.tx_queued);
+            self.tx_queued = 0;
+        }
+        let descs = self.tx.prod_unconsumed();
+        for d in &descs {
+            umem.completed(d.addr);
+        }
+        self.in_tx -= descs.len() as u32;
+        descs.len() as u32
+    }
+
+    /// The interface under this socket is gone (unregistered: the kernel
+    /// unbound the socket and will never touch its rings again). Takes back
+    /// every frame it can — completions, unread rx frames, unconsumed tx
+    /// descriptors and unused fill frames — and stops using the rings.
+    /// Returns the frames that stay unaccounted: tx descriptors the kernel
+    /// consumed but never completed (0 in practice).
+    pub fn abandon(&mut self, umem: &mut Umem) -> u32 {
+        self.check_umem(umem);
+        if self.abandoned {
+            return self.in_tx;
+        }
+        self.complete(umem);
+        let mut batch = [(0u64, 0u32); 64];
+        loop {
+            let n = self.recv(umem, &mut batch);
+            for &(f, _) in &batch[..n] {
+                crate::packet::FrameStore::release(umem, f);
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        self.abandoned = true;
+        self.reclaim_unsent(umem);
+        let fill = self.fill.prod_unconsumed();
+        for &a in &fill {
+            umem.unfilled(a);
+        }
+        self.in_fill -= (fill.len() as u32).min(self.in_fill);
+        self.in_tx
+    }
+
+    /// Whether [`XskSocket::abandon`] was called.
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned
     }
 
     /// Reaps the completion ring: transmitted frames go back to the free

@@ -301,6 +301,15 @@ impl Umem {
         self.free.push(chunk);
     }
 
+    /// A frame taken back from a fill ring the kernel no longer drives.
+    #[inline]
+    pub(super) fn unfilled(&mut self, a: FrameAddr) {
+        let chunk = self.chunk_of(a);
+        self.transition(chunk, FrameState::Fill, FrameState::Free);
+        self.in_fill -= 1;
+        self.free.push(chunk);
+    }
+
     /// After a failed first bind the owner socket has rings configured and
     /// cannot be configured again: replace it by a fresh registered socket so
     /// the next bind can succeed. Only possible while no socket shares the
