@@ -699,9 +699,23 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         None
     };
     let duration_ns = match &args.duration {
-        Some(d) => Some(time_setting("duration", d)?),
+        Some(d) => match time_setting("duration", d)? {
+            0 => {
+                return Err(ConfigError::Invalid(format!(
+                    "--duration {d}: give a positive time (e.g. 30s), or leave it off to run until Ctrl-C"
+                )))
+            }
+            ns => Some(ns),
+        },
         None => None,
     };
+    let frames = args.frames.or(file.frames);
+    if frames == Some(0) {
+        return Err(ConfigError::Invalid(
+            "--frames 0: the switch needs UMEM frames; leave it off to size the UMEM from the ports"
+                .into(),
+        ));
+    }
     let pcap = crate::capture::PcapSettings::resolve(args, &file, &ports)?;
     Ok(Settings {
         pcap,
@@ -709,7 +723,7 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         ingress_limit,
         ports: out,
         force: args.force,
-        frames: args.frames.or(file.frames),
+        frames,
         seed: args.seed.or(file.seed).unwrap_or(1),
         stats_socket: args
             .stats_socket
@@ -1011,6 +1025,17 @@ mod tests {
         assert!(e(&["--ports", "a", "--rate", "1gigabit"]).contains("1gbit"));
         assert!(e(&["--ports", "a", "--buffer", "1000"]).contains("smaller than one"));
         assert!(e(&["--ports", "a", "--queues", "200"]).contains("1 to 128"));
+        // Below one 1514-byte frame (+24 B) per second: 12304 bit/s.
+        let slow = e(&["--ports", "a", "--rate", "12000bit"]);
+        assert!(slow.contains("--rate") && slow.contains("12304"), "{slow}");
+        let slow = e(&["--ports", "a,b", "--port-rate", "b=100bit"]);
+        assert!(
+            slow.contains("port b") && slow.contains("--port-rate"),
+            "{slow}"
+        );
+        assert!(resolve(&args(&["--ports", "a", "--rate", "12304bit"])).is_ok());
+        assert!(e(&["--ports", "a", "--duration", "0s"]).contains("--duration"));
+        assert!(e(&["--ports", "a", "--frames", "0"]).contains("--frames"));
         assert!(
             e(&["--ports", "a", "--queues", "2", "--sched", "wfq", "--aqm", "mq-ecn"])
                 .contains("round-robin")

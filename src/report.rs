@@ -117,12 +117,13 @@ pub fn render(snap: &Value) -> String {
             ));
         }
         out.push_str(&format!(
-            "  egress: enqueued {} dequeued {} | drops: {} | marks: {} | flooded {} | ingress drops: {}\n",
+            "  egress: enqueued {} dequeued {} | drops: {} | marks: {} | flooded {} | L2 only {} | ingress drops: {}\n",
             u(&eg["enqueued"]["pkts"]),
             u(&eg["dequeued"]["pkts"]),
             reasons(&eg["dropped"]),
             reasons(&eg["marked"]),
             u(&io["flooded"]),
+            u(&io["l2_only"]),
             if ingress.is_empty() { "none".to_string() } else { ingress.join(" ") },
         ));
         if let Some(qs) = p["egress"]["queues"].as_array() {

@@ -50,6 +50,11 @@ pub struct IoCounters {
     pub filtered: u64,
     /// Received frames dropped before any egress queue, by reason.
     pub ingress_drops: [u64; DropReason::COUNT],
+    /// Received frames bridged at L2 only: not IPv4 / IPv6 (ARP, other
+    /// EtherTypes, a third VLAN tag), or an IP header that does not parse
+    /// (bad version or length, cut off). They are never ECN-marked or
+    /// classified per flow.
+    pub l2_only: u64,
     /// Frames that left this port's wire while its interface was down or
     /// gone (deleted with its namespace), released unsent; they are also in
     /// `tx_packets`, which counts what the switch handed to the interface.
@@ -257,6 +262,9 @@ impl<A: Aqm> Switch<A> {
             Ok(info) => info,
             Err(_) => return self.ingress_drop(port, frame, DropReason::Malformed, store),
         };
+        if info.l3.is_none() {
+            self.ports[port as usize].io.l2_only += 1;
+        }
         let pkt = Packet::new(frame, len, info.l3, port);
         let tcp = info.l3.and_then(|l| l.tcp);
         if let (Some(r), Some(l3), Some(t)) = (&mut self.raqm, &info.l3, tcp) {
@@ -597,6 +605,26 @@ mod tests {
         send(&mut sw, &mut st, 2, frame(mac(9), mac(3), 60), 1);
         assert!(collect(&mut sw, &mut st, 1).is_empty());
         assert_eq!(sw.ports()[2].io.filtered, 1);
+        assert_eq!(st.live, 0);
+    }
+
+    #[test]
+    fn non_ip_and_bad_ip_frames_are_bridged_and_counted_l2_only() {
+        let mut sw = switch(2, Rate::from_bps(0), 0);
+        let mut st = VecStore::new();
+        let good = frame(mac(1), mac(2), 100);
+        let mut other_type = good.clone();
+        other_type[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+        let mut bad_version = good.clone();
+        bad_version[14] = 0x75;
+        let mut cut_off = good.clone();
+        cut_off.truncate(20); // 6 bytes of a 20-byte IPv4 header
+        for f in [good, other_type, bad_version, cut_off] {
+            send(&mut sw, &mut st, 0, f, 0);
+        }
+        let out = collect(&mut sw, &mut st, 0);
+        assert_eq!(out.len(), 4, "every frame is bridged");
+        assert_eq!(sw.ports()[0].io.l2_only, 3);
         assert_eq!(st.live, 0);
     }
 

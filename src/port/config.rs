@@ -224,6 +224,18 @@ pub enum PortConfigError {
         /// Smallest workable bucket.
         need: u64,
     },
+    /// A shaped rate below one MTU frame per second.
+    #[error("rate {bps} bit/s is below one {frame}-byte frame (+{overhead} B wire overhead) per second ({need} bit/s), so a full-size frame would wait over a second to leave; use --rate (or --port-rate) ≥ {need}bit, or 0 for an unshaped port")]
+    RateBelowOneFrame {
+        /// Configured rate, bit/s.
+        bps: u64,
+        /// MTU frame.
+        frame: u32,
+        /// Wire overhead.
+        overhead: u32,
+        /// Smallest workable rate, bit/s.
+        need: u64,
+    },
     /// Queue count out of range.
     #[error("--queues {0} is out of range; a port has 1..={MAX_QUEUES} queues")]
     Queues(usize),
@@ -293,6 +305,15 @@ impl PortConfig {
             if limit < frame as u64 {
                 return Err(PortConfigError::QueueLimitTooSmall { limit, frame });
             }
+        }
+        let one_frame_bps = (frame as u64 + self.overhead_bytes as u64) * 8;
+        if self.rate.bps() != 0 && self.rate.bps() < one_frame_bps {
+            return Err(PortConfigError::RateBelowOneFrame {
+                bps: self.rate.bps(),
+                frame,
+                overhead: self.overhead_bytes,
+                need: one_frame_bps,
+            });
         }
         let tb = TokenBucket::new(self.rate, self.bucket_bytes, self.overhead_bytes, 0);
         if !tb.fits(frame) {

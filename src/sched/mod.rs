@@ -249,7 +249,7 @@ pub enum SchedConfigError {
     #[error("unknown scheduler {0:?}; use one of: sp, dwrr, wfq, sp+dwrr, sp+wfq")]
     UnknownKind(String),
     /// A comma list could not be read.
-    #[error("cannot read {what} list {input:?}: {hint}")]
+    #[error("--{what}: cannot read the list {input:?}: {hint}")]
     BadList {
         /// Which option.
         what: &'static str,
@@ -259,7 +259,7 @@ pub enum SchedConfigError {
         hint: &'static str,
     },
     /// A per-queue vector has the wrong length.
-    #[error("{what} lists {got} values but the port has {queues} queues; give one value for all queues or exactly {queues}")]
+    #[error("--{what} lists {got} values but the port has {queues} queues; give one value for all queues or exactly {queues}")]
     WrongLength {
         /// Which vector.
         what: &'static str,
@@ -269,19 +269,19 @@ pub enum SchedConfigError {
         queues: usize,
     },
     /// A zero quantum.
-    #[error("quantum of queue {queue} is 0 B; quanta must be at least 1 B (usually ≥ one MTU frame, e.g. 1514)")]
+    #[error("--quantum: quantum of queue {queue} is 0 B; quanta must be at least 1 B (usually ≥ one MTU frame, e.g. 1514)")]
     ZeroQuantum {
         /// Queue.
         queue: usize,
     },
     /// A zero weight.
-    #[error("weight of queue {queue} is 0; WFQ weights must be positive integers (e.g. --weights 1,2,4)")]
+    #[error("--weights: weight of queue {queue} is 0; WFQ weights must be positive integers (e.g. --weights 1,2,4)")]
     ZeroWeight {
         /// Queue.
         queue: usize,
     },
     /// A strict queue index out of range.
-    #[error("strict queue {queue} does not exist; the port has queues 0..{queues}")]
+    #[error("--strict: strict queue {queue} does not exist; the port has queues 0..{queues}")]
     StrictOutOfRange {
         /// Index given.
         queue: usize,
@@ -289,7 +289,7 @@ pub enum SchedConfigError {
         queues: usize,
     },
     /// A strict queue listed twice.
-    #[error("strict queue {0} is listed twice")]
+    #[error("--strict: strict queue {0} is listed twice")]
     StrictDuplicate(usize),
     /// SP+X with no queue left for the group.
     #[error("{kind} needs at least one queue outside --strict for the {group} group, but all {queues} queues are strict; use --sched sp or fewer strict queues")]

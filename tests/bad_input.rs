@@ -1,0 +1,206 @@
+//! Bad command lines and config files, run through the real `softswitch`
+//! binary (no root needed: every one is refused while the settings are
+//! resolved, before any interface is touched). Each must exit with status 1
+//! (not a panic's 101, not 0), say `softswitch: error:`, and name the
+//! option or key at fault — RELIABILITY.md lists them.
+
+use std::process::Command;
+
+/// Runs `softswitch args...`; returns (exit code, stderr).
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run softswitch");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Asserts `args` fail cleanly with a message containing every one of `names`.
+fn refused(args: &[&str], names: &[&str]) {
+    let (code, err) = run(args);
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    assert_eq!(code, Some(1), "{args:?} exited {code:?}:\n{err}");
+    let last = err
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        last.contains("softswitch: error:"),
+        "{args:?}: no error line:\n{err}"
+    );
+    for n in names {
+        assert!(
+            err.contains(n),
+            "{args:?}: the message does not name {n:?}:\n{err}"
+        );
+    }
+    // None of these may get as far as the interfaces.
+    assert!(
+        !err.contains("interface \"") && !err.contains("needs root"),
+        "{args:?} was accepted and reached the interfaces:\n{err}"
+    );
+}
+
+/// A config file with `text` in a fresh temporary directory; returns its path.
+fn config(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("softswitch-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn command_line_errors_name_the_option() {
+    let p = ["--ports", "a,b"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = p.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    // Queue counts out of range.
+    refused(&with(&["--queues", "0"]), &["--queues 0", "1 to 128"]);
+    refused(&with(&["--queues", "129"]), &["--queues 129", "1 to 128"]);
+    // Rates: unknown unit, below one frame per second (port-wide and per port).
+    refused(&with(&["--rate", "1gigabit"]), &["rate", "1gbit"]);
+    refused(&with(&["--rate", "100bit"]), &["--rate", "12304"]);
+    refused(
+        &with(&["--rate", "1bit"]),
+        &["--rate", "one 1514-byte frame"],
+    );
+    refused(
+        &with(&["--port-rate", "b=10bit"]),
+        &["port b", "--port-rate"],
+    );
+    refused(&with(&["--port-rate", "zz=1gbit"]), &["zz", "--ports"]);
+    // Impossible AQM parameters.
+    refused(
+        &with(&[
+            "--aqm",
+            "red",
+            "--aqm-opt",
+            "min_th=100kb",
+            "--aqm-opt",
+            "max_th=50kb",
+        ]),
+        &["--aqm red", "min_th", "max_th"],
+    );
+    refused(
+        &with(&[
+            "--aqm",
+            "codel",
+            "--aqm-opt",
+            "target=10ms",
+            "--aqm-opt",
+            "interval=1ms",
+        ]),
+        &["--aqm codel", "target", "interval"],
+    );
+    refused(
+        &with(&["--aqm", "dctcp", "--aqm-opt", "k=0"]),
+        &["dctcp", "k = 0"],
+    );
+    refused(
+        &with(&["--aqm", "dctcp", "--aqm-opt", "bogus=1"]),
+        &["bogus", "valid keys"],
+    );
+    refused(
+        &with(&["--aqm", "tcn", "--aqm-opt", "threshold=-5us"]),
+        &["threshold", "-5us"],
+    );
+    refused(
+        &with(&["--aqm", "dctcp", "--aqm-opt", "k"]),
+        &["--aqm-opt", "NAME=VALUE"],
+    );
+    refused(&with(&["--aqm", "pie"]), &["pie"]);
+    // Conflicting options.
+    refused(
+        &with(&["--aqm", "mq-ecn", "--sched", "wfq", "--queues", "2"]),
+        &["round-robin"],
+    );
+    refused(
+        &with(&["--strict", "0,1", "--sched", "dwrr"]),
+        &["--strict", "dwrr"],
+    );
+    refused(
+        &with(&["--queues", "2", "--strict", "5", "--sched", "sp"]),
+        &["--strict", "strict queue 5", "0..2"],
+    );
+    refused(
+        &with(&["--queues", "2", "--weights", "1,2,3", "--sched", "wfq"]),
+        &["--weights", "3 values", "2 queues"],
+    );
+    refused(
+        &with(&["--raqm-opt", "x=1"]),
+        &["--raqm-opt", "--aqm r-aqm"],
+    );
+    // Sizes and counts that cannot work.
+    refused(&with(&["--buffer", "1000"]), &["--buffer", "1514"]);
+    refused(&with(&["--queue-limit", "10"]), &["queue limit", "1514"]);
+    refused(&with(&["--bucket", "10"]), &["--bucket", "1538"]);
+    refused(&with(&["--quantum", "0"]), &["--quantum"]);
+    refused(&with(&["--quantum", "1x,2"]), &["--quantum", "1x,2"]);
+    refused(&with(&["--sched", "wfq", "--weights", "0"]), &["--weights"]);
+    refused(&with(&["--mark-every", "0"]), &["--mark-every 0"]);
+    refused(&with(&["--nice", "40"]), &["--nice 40"]);
+    refused(&with(&["--duration", "0s"]), &["--duration"]);
+    refused(&with(&["--frames", "0"]), &["--frames 0"]);
+    refused(&with(&["--dscp-map", "64=1"]), &["DSCP map", "64=1"]);
+    refused(&with(&["--max-lost", "200%"]), &["--max-lost", "200%"]);
+    refused(
+        &with(&["--pcap", "/tmp/x", "--pcap-snaplen", "0"]),
+        &["--pcap-snaplen 0"],
+    );
+    refused(
+        &with(&["--pcap", "/tmp/x", "--pcap-ports", "zz"]),
+        &["--pcap-ports", "zz"],
+    );
+    refused(
+        &with(&["--ts-interval", "10us", "--timeseries", "/tmp/x.csv"]),
+        &["100us"],
+    );
+    refused(&[], &["--ports"]);
+}
+
+#[test]
+fn config_file_errors_name_the_key() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        // Unknown keys, at the top level and in a port section.
+        ("unknown.toml", "ports = [\"a\", \"b\"]\nbogus = 3\n", &["unknown field `bogus`", "line 2"]),
+        (
+            "port-key.toml",
+            "ports = [\"a\", \"b\"]\n[port.a]\nrat = \"1gbit\"\n",
+            &["unknown field `rat`", "line 3"],
+        ),
+        ("aqm-key.toml", "ports = [\"a\", \"b\"]\naqm = \"dctcp\"\n[aqm_opts]\nnope = 3\n", &["nope", "valid keys"]),
+        // Wrong type, bad syntax, a section for a port that is not listed.
+        ("type.toml", "ports = [\"a\", \"b\"]\nqueues = \"many\"\n", &["queues", "line 2"]),
+        ("syntax.toml", "ports = [\"a\", \"b\"\n", &["TOML parse error", "line 1"]),
+        ("port-name.toml", "ports = [\"a\", \"b\"]\n[port.zz]\nrate = \"1gbit\"\n", &["[port.zz]", "not in ports"]),
+        // Out of range / impossible values.
+        ("queues.toml", "ports = [\"a\", \"b\"]\nqueues = 0\n", &["queues", "1 to 128"]),
+        ("rate.toml", "ports = [\"a\", \"b\"]\nrate = \"100bit\"\n", &["rate", "12304"]),
+        ("buffer.toml", "ports = [\"a\", \"b\"]\nbuffer = \"big\"\n", &["buffer", "96kb"]),
+        (
+            "red.toml",
+            "ports = [\"a\", \"b\"]\naqm = \"red\"\n[aqm_opts]\nmin_th = \"100kb\"\nmax_th = \"50kb\"\n",
+            &["min_th", "max_th"],
+        ),
+    ];
+    for (name, text, names) in cases {
+        let path = config(name, text);
+        refused(&["--config", &path], names);
+    }
+    refused(
+        &["--config", "/nonexistent/softswitch.toml"],
+        &["cannot read config file", "/nonexistent/softswitch.toml"],
+    );
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("softswitch-bad-input-{}", std::process::id())),
+    );
+}
