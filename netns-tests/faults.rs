@@ -250,3 +250,226 @@ fn mtu_changed_while_running() {
         bps / 1e6
     );
 }
+
+#[test]
+fn second_switch_on_the_same_ports_is_refused() {
+    let name = "second_switch_on_the_same_ports_is_refused";
+    if skip_unless_root(name) || skip_unless_tools(name, &["ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let t = TestTopo::new(2);
+    let ports = t.switch_ifs();
+    let first = switch(&t, "", &["--rate", "500mbit"], Duration::from_secs(40));
+    let first_pid = format!("pid {}", first.pid());
+    ping(&t.hosts[0], t.hosts[1].ip);
+    // The same ports (another stats socket), one of them, and the same
+    // stats socket too.
+    let cases: [(Vec<String>, String); 3] = [
+        (ports.clone(), stats_socket(&t.prefix, "b")),
+        (vec![ports[1].clone()], stats_socket(&t.prefix, "c")),
+        (ports.clone(), first.socket.clone()),
+    ];
+    for (p, socket) in &cases {
+        let mut second =
+            SwitchProc::spawn(p, &["--rate", "500mbit"], socket, Duration::from_secs(10));
+        let exit = second.wait_exit(Duration::from_secs(10));
+        if socket == &first.socket {
+            second.socket.clear(); // not its socket: leave it to the first
+        }
+        drop(second);
+        eprintln!(
+            "{name}: {p:?} -> {:?}: {}",
+            exit.code,
+            exit.stderr.lines().last().unwrap_or("")
+        );
+        assert_eq!(exit.code, Some(1), "second switch on {p:?}: {exit:?}");
+        for want in [
+            "already a port of another softswitch",
+            &p[0],
+            &first_pid,
+            "stop that switch",
+        ] {
+            assert!(
+                exit.stderr.contains(want),
+                "second switch's message lacks {want:?}:\n{}",
+                exit.stderr
+            );
+        }
+        assert!(!exit.stderr.contains("forwarding between"));
+        // The first is untouched: its XDP stays, it forwards both ways.
+        assert_eq!(xdp_attached(&ports), ports, "the first switch lost its XDP");
+        ping(&t.hosts[0], t.hosts[1].ip);
+        ping(&t.hosts[1], t.hosts[0].ip);
+    }
+    // Its stats socket still answers.
+    let snap =
+        softswitch::stats::fetch(std::path::Path::new(&first.socket)).expect("stats of the first");
+    assert!(snap.contains("\"ports\""), "{snap}");
+    first.stop().assert_clean();
+    assert!(wait_no_xdp(&ports, Duration::from_secs(2)).is_empty());
+}
+
+/// Starts a 500 Mbit/s switch with a bulk flow h1 -> h2 and sends `sig`
+/// after `after`; returns the exit, the ports and the topology.
+fn signal_at_load(sig: Signal, after: Duration) -> (common::SwitchExit, Vec<String>, TestTopo) {
+    let mut t = TestTopo::new(2);
+    let ports = t.switch_ifs();
+    let mut sw = switch(
+        &t,
+        &format!("{sig:?}"),
+        &["--rate", "500mbit"],
+        Duration::from_secs(40),
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let _bulk = t.iperf_start(0, 1, 5201, 6, &[]);
+    sleep(after);
+    let watch = CpuWatch::start(sw.pid());
+    sleep(Duration::from_millis(300));
+    let busy = watch.read().ran;
+    sw.signal(sig);
+    let exit = sw.wait_exit(Duration::from_secs(10));
+    if sig == Signal::SIGKILL {
+        sw.socket.clear(); // leave its stats socket behind, as a crash does
+    }
+    eprintln!(
+        "{sig:?} at load (switch thread busy {:.0} % just before): exit {:?}",
+        busy * 100.0,
+        exit.code
+    );
+    (exit, ports, t)
+}
+
+#[test]
+fn sigterm_and_sigint_at_load() {
+    let name = "sigterm_and_sigint_at_load";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+        let (exit, ports, _t) = signal_at_load(sig, Duration::from_millis(1500));
+        let j = exit.assert_clean();
+        // It was forwarding the bulk flow when the signal came.
+        let tx = io(&j, 1, "tx_bytes");
+        assert!(
+            tx > 10_000_000,
+            "{sig:?}: only {tx} B forwarded before the signal"
+        );
+        assert!(exit.stdout.contains("\"umem\""), "no exit report");
+        // `ip link show` shows no XDP on either port the moment it has exited.
+        let left = xdp_attached(&ports);
+        assert!(left.is_empty(), "{sig:?}: XDP still attached on {left:?}");
+        eprintln!(
+            "{name}: {sig:?}: exit 0, {tx} B forwarded, umem {}",
+            j["umem"]
+        );
+    }
+}
+
+#[test]
+fn sigkill_at_load_then_restart() {
+    let name = "sigkill_at_load_then_restart";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let (exit, ports, mut t) = signal_at_load(Signal::SIGKILL, Duration::from_millis(1500));
+    assert_eq!(exit.code, None, "not killed by the signal: {exit:?}");
+    // The bpf_links die with the process: nothing stays attached.
+    let t0 = Instant::now();
+    let left = wait_no_xdp(&ports, Duration::from_secs(3));
+    assert!(
+        left.is_empty(),
+        "XDP still attached after SIGKILL on {left:?}"
+    );
+    let gone_after = t0.elapsed();
+    // What a crash leaves: the stats socket file (stale) and the port lock
+    // files (unlocked).
+    let socket = stats_socket(&t.prefix, "SIGKILL");
+    let stale_socket = std::path::Path::new(&socket).exists();
+    assert!(stale_socket, "no stats socket {socket} left by the killed switch");
+    // The next switch starts on the same ports at once and forwards.
+    let sw = SwitchProc::start(
+        &ports,
+        &["--rate", "500mbit"],
+        &socket,
+        Duration::from_secs(30),
+    );
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let out = t.iperf_start(0, 1, 5202, 2, &["-J"]);
+    let out = t.wait(out, Duration::from_secs(20));
+    let bps = iperf_receiver_bps(&out);
+    sw.stop().assert_clean();
+    eprintln!(
+        "{name}: XDP gone {gone_after:?} after SIGKILL; stale stats socket left: {stale_socket}; restart forwarded {:.0} Mbit/s",
+        bps / 1e6
+    );
+    assert!(bps > 100e6, "after restart: {:.1} Mbit/s", bps / 1e6);
+    assert!(wait_no_xdp(&ports, Duration::from_secs(2)).is_empty());
+}
+
+#[test]
+fn stats_socket_garbage_and_held_open() {
+    let name = "stats_socket_garbage_and_held_open";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ping"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(2);
+    let sw = switch(&t, "", &["--rate", "500mbit"], Duration::from_secs(40));
+    ping(&t.hosts[0], t.hosts[1].ip);
+    let bulk = t.iperf_start(0, 1, 5201, 4, &["-J"]);
+    let path = sw.socket.clone();
+    let abuser = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let mut garbage = 0usize;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            // Held open, never read.
+            if held.len() < 64 {
+                if let Ok(s) = UnixStream::connect(&path) {
+                    held.push(s);
+                }
+            }
+            // Garbage written, then closed without reading.
+            if let Ok(mut s) = UnixStream::connect(&path) {
+                let junk: Vec<u8> = (0..4096)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed as u8
+                    })
+                    .collect();
+                let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                if s.write_all(&junk).is_ok() {
+                    garbage += 1;
+                }
+            }
+            sleep(Duration::from_millis(5));
+        }
+        (held, garbage)
+    });
+    let (held, garbage) = abuser.join().unwrap();
+    // With 64 connections still open, a client gets its snapshot.
+    let t0 = Instant::now();
+    let snap =
+        softswitch::stats::fetch(std::path::Path::new(&sw.socket)).expect("stats while abused");
+    let took = t0.elapsed();
+    let v: serde_json::Value = serde_json::from_str(&snap).expect("stats JSON");
+    let out = t.wait(bulk, Duration::from_secs(20));
+    let bps = iperf_receiver_bps(&out);
+    drop(held);
+    let j = sw.stop().assert_clean();
+    eprintln!(
+        "{name}: 64 held open, {garbage} garbage writes; `stats` answered in {took:?}; bulk {:.0} Mbit/s",
+        bps / 1e6
+    );
+    assert!(v["ports"].is_array());
+    assert!(took < Duration::from_secs(3), "stats took {took:?}");
+    assert!(garbage > 50, "only {garbage} garbage connections made");
+    assert!(bps > 100e6, "bulk flow only {:.1} Mbit/s", bps / 1e6);
+    assert!(io(&j, 1, "tx_packets") > 0);
+}
