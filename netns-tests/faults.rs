@@ -699,7 +699,8 @@ fn bad_frames_injected_at_high_rate() {
     let jumbo = sent[BAD_KINDS.len() - 1];
     let rx = io(&j, 2, "rx_packets");
     let l2 = io(&j, 2, "l2_only");
-    let malformed = j["ports"][2]["io"]["ingress_drops"][4]
+    let malformed = j["ports"][2]["io"]["ingress_drops"]
+        [softswitch::aqm::DropReason::Malformed as usize]
         .as_u64()
         .unwrap_or(0);
     let too_big = dropped(&j, 3, "too_big");
