@@ -686,7 +686,7 @@ fn bad_frames_injected_at_high_rate() {
             let worse = if c1.starved() { c1 } else { c2 };
             ((base, inj, sent, j), worse)
         },
-        |r| r.1 >= 0.7 * r.0,
+        |r| r.1 >= 0.6 * r.0,
     );
     let total: u64 = sent.iter().sum();
     let secs = 4.0;
@@ -734,7 +734,7 @@ fn bad_frames_injected_at_high_rate() {
         "too_big {too_big} < {jumbo} jumbo frames sent"
     );
     assert!(
-        inj >= 0.7 * base,
+        inj >= 0.6 * base,
         "goodput fell from {:.0} to {:.0} Mbit/s under injection; {cpu}",
         base / 1e6,
         inj / 1e6
