@@ -193,6 +193,7 @@ pub struct Captured {
     ports: Vec<CapturedPort>,
     passes: Option<(serde_json::Value, LoopStalls)>,
     umem: Option<FrameAccounting>,
+    conservation: crate::switch::Conservation,
     /// Each port's interface state, when the data path watches them.
     pub link_states: Option<Vec<LinkState>>,
 }
@@ -249,6 +250,7 @@ pub fn capture(
         ports,
         passes: passes.map(|p| (p.report(), p.stalls(now))),
         umem: umem.copied(),
+        conservation: sw.conservation(),
         link_states: None,
     }
 }
@@ -311,6 +313,14 @@ impl Captured {
             .map(|n| n.as_str())
             .zip(self.ports.iter().map(|p| p.link))
             .collect();
+        for (i, b) in self.conservation.ports.iter().enumerate() {
+            v["ports"][i]["balance"] = json!(b);
+        }
+        v["conservation"] = json!({
+            "switch": self.conservation.switch,
+            "holds": self.conservation.holds,
+            "failures": self.conservation.failures(&self.names),
+        });
         let stalls = self.passes.as_ref().map(|(_, s)| s);
         v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));
         if let Some(links) = &self.link_states {
@@ -775,6 +785,24 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
         w.finish().context("writing the time series")?;
     }
     let acc = umem.accounting();
+    // Cross-check the frames lent for receiving against what the fill and
+    // rx rings hold (a frame the kernel consumed from a fill ring and never
+    // returned would show here), on every socket whose interface is still
+    // there. The kernel may be mid-receive: read a few times.
+    let live = || socks.iter().flatten().filter(|s| !s.is_abandoned());
+    let lent: u32 = live().map(|s| s.rx_pending()).sum();
+    let mut on_rings = 0;
+    for _ in 0..20 {
+        on_rings = live().map(|s| s.rx_frames_on_rings()).sum::<u32>();
+        if on_rings == lent {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let copy_mode = socks
+        .iter()
+        .flatten()
+        .all(|s| s.mode() == crate::xsk::BindMode::Copy);
     let mut snap = snapshot(
         &sw,
         &names,
@@ -785,6 +813,11 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     );
     set_link_states(&mut snap, &links);
     snap["umem"]["unsent_at_exit"] = json!(unsent);
+    if let Some(m) = snap.get_mut("umem") {
+        m["on_rings"] = json!(on_rings);
+        // Only copy mode moves fill → rx in one step (see rx_frames_on_rings).
+        m["rings_match"] = json!(!copy_mode || on_rings == lent);
+    }
     if settings.poll == crate::poll::PollMode::Adaptive {
         snap["loop"]["poll"] = waiter.report();
     }

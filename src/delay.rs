@@ -14,6 +14,7 @@ use crate::units::Nanos;
 pub struct DelayLine {
     delay_ns: Nanos,
     wire: VecDeque<(Nanos, Packet)>,
+    bytes: u64,
 }
 
 impl DelayLine {
@@ -22,6 +23,7 @@ impl DelayLine {
         DelayLine {
             delay_ns,
             wire: VecDeque::with_capacity(1024),
+            bytes: 0,
         }
     }
     /// The configured delay.
@@ -30,12 +32,17 @@ impl DelayLine {
     }
     /// A packet left the shaper at `now`.
     pub fn push(&mut self, pkt: Packet, now: Nanos) {
+        self.bytes += pkt.len as u64;
         self.wire.push_back((now + self.delay_ns, pkt));
     }
     /// The next packet whose delay has elapsed by `now`.
     pub fn pop_ready(&mut self, now: Nanos) -> Option<Packet> {
         match self.wire.front() {
-            Some(&(t, _)) if t <= now => self.wire.pop_front().map(|(_, p)| p),
+            Some(&(t, _)) if t <= now => {
+                let p = self.wire.pop_front().map(|(_, p)| p)?;
+                self.bytes -= p.len as u64;
+                Some(p)
+            }
             _ => None,
         }
     }
@@ -47,12 +54,17 @@ impl DelayLine {
     pub fn len(&self) -> usize {
         self.wire.len()
     }
+    /// Bytes on the wire (frame bytes).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
     /// No packet on the wire.
     pub fn is_empty(&self) -> bool {
         self.wire.is_empty()
     }
     /// Removes every packet (at shutdown, to return their frames).
     pub fn drain(&mut self) -> impl Iterator<Item = Packet> + '_ {
+        self.bytes = 0;
         self.wire.drain(..).map(|(_, p)| p)
     }
 }
@@ -69,7 +81,9 @@ mod tests {
         d.push(Packet::new(2, 100, None, 0), 10 * US);
         assert!(d.pop_ready(50 * US - 1).is_none());
         assert_eq!(d.next_release(), Some(50 * US));
+        assert_eq!(d.bytes(), 200);
         assert_eq!(d.pop_ready(50 * US).unwrap().frame, 1);
+        assert_eq!(d.bytes(), 100);
         assert!(d.pop_ready(59 * US).is_none());
         assert_eq!(d.pop_ready(60 * US).unwrap().frame, 2);
         assert!(d.is_empty());

@@ -58,6 +58,21 @@ fn run_switch(args: &softswitch::cli::RunArgs) -> Result<()> {
     if a.held_by_app != 0 || a.in_tx != 0 || !a.is_balanced() {
         anyhow::bail!("UMEM frames not returned at exit: {a:?} (a bug: please report it)");
     }
+    let umem = &rep.snapshot["umem"];
+    if umem["rings_match"].as_bool() == Some(false) {
+        anyhow::bail!(
+            "UMEM frames lost at exit: {} lent to the kernel for rx, but the fill and rx rings hold {} (a bug: please report it)",
+            a.in_fill,
+            umem["on_rings"]
+        );
+    }
+    let c = &rep.snapshot["conservation"];
+    if c["holds"].as_bool() != Some(true) {
+        anyhow::bail!(
+            "counters do not add up at exit: {} (a bug: please report it)",
+            c["failures"]
+        );
+    }
     Ok(())
 }
 

@@ -250,19 +250,45 @@ pub fn render(snap: &Value) -> String {
         }
     }
     if let Some(m) = snap.get("umem") {
+        let rings = match m.get("on_rings") {
+            Some(r) if m["rings_match"].as_bool() == Some(false) => {
+                format!(" (FILL + RX RINGS HOLD {}, NOT {})", u(r), u(&m["in_fill"]))
+            }
+            Some(r) => format!(" (fill + rx rings hold {})", u(r)),
+            None => String::new(),
+        };
+        let ok = m["balanced"].as_bool() == Some(true) && m["rings_match"].as_bool() != Some(false);
         out.push_str(&format!(
-            "umem: {} frames: free {}, lent to the kernel for rx {}, held {}, in tx {}{}\n",
+            "umem: {} frames: free {}, lent to the kernel for rx {}{rings}, held {}, in tx {}{}\n",
             u(&m["frames"]),
             u(&m["free"]),
             u(&m["in_fill"]),
             u(&m["held_by_app"]),
             u(&m["in_tx"]),
-            if m["balanced"].as_bool() == Some(true) {
+            if ok {
                 " — every frame accounted for"
             } else {
                 " — FRAMES UNACCOUNTED"
             },
         ));
+    }
+    if let Some(c) = snap.get("conservation") {
+        let sw = &c["switch"];
+        if c["holds"].as_bool() == Some(true) {
+            out.push_str(&format!(
+                "counters add up: rx + flood copies = tx + drops + filtered + held + drained = {} frames switch-wide; per port ingress and egress (frames, bytes) too\n",
+                u(&sw["input"]),
+            ));
+        } else {
+            out.push_str("counters DO NOT ADD UP:\n");
+            for f in c["failures"]
+                .as_array()
+                .map(|a| a.as_slice())
+                .unwrap_or(&[])
+            {
+                out.push_str(&format!("  - {}\n", f.as_str().unwrap_or("?")));
+            }
+        }
     }
     out
 }
@@ -301,6 +327,27 @@ mod tests {
         assert!(t.contains("marks: sojourn=5"), "{t}");
         assert!(t.contains("ingress drops: malformed=2"), "{t}");
         assert!(t.contains("every frame accounted for"), "{t}");
+        assert!(!t.contains("add up"), "{t}");
+        let mut ok = snap.clone();
+        ok["conservation"] = serde_json::json!({"switch": {"input": 12, "output": 12}, "holds": true, "failures": []});
+        ok["umem"]["on_rings"] = serde_json::json!(8);
+        ok["umem"]["rings_match"] = serde_json::json!(true);
+        let t = render(&ok);
+        assert!(t.contains("counters add up: rx + flood copies = tx + drops + filtered + held + drained = 12 frames switch-wide"), "{t}");
+        assert!(t.contains("lent to the kernel for rx 8 (fill + rx rings hold 8), held 0, in tx 0 — every frame accounted for"), "{t}");
+        ok["conservation"] = serde_json::json!({"switch": {"input": 12, "output": 11}, "holds": false,
+            "failures": ["switch frames: rx + flood copies 12 != tx + drops + filtered + held + drained 11"]});
+        ok["umem"]["on_rings"] = serde_json::json!(7);
+        ok["umem"]["rings_match"] = serde_json::json!(false);
+        let t = render(&ok);
+        assert!(
+            t.contains("counters DO NOT ADD UP:\n  - switch frames: rx + flood copies 12 != "),
+            "{t}"
+        );
+        assert!(
+            t.contains("(FILL + RX RINGS HOLD 7, NOT 8)") && t.contains("FRAMES UNACCOUNTED"),
+            "{t}"
+        );
         assert!(
             t.contains("link: backlogged 1.50 s, lost 30.0 ms (2.00 % of it)\n"),
             "{t}"

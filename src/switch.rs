@@ -59,6 +59,94 @@ pub struct IoCounters {
     /// gone (deleted with its namespace), released unsent; they are also in
     /// `tx_packets`, which counts what the switch handed to the interface.
     pub link_down_drops: u64,
+    /// Copies of flooded frames this port's ingress asked for (one per
+    /// egress port beyond the first; a copy that found no free frame is
+    /// also counted as an ingress `no_frame` drop).
+    pub flood_copies: u64,
+    /// Frames received on this port (and their flood copies) handed to an
+    /// egress port's `enqueue` (admitted or dropped there).
+    pub forwarded: u64,
+    /// Frames that had left this port's egress queues and were still on its
+    /// wire (delay line) at shutdown: released, not transmitted.
+    pub wire_drained: u64,
+    /// Bytes of `wire_drained`.
+    pub wire_drained_bytes: u64,
+    /// ACKs received on this port still in its R-AQM virtual input queue at
+    /// shutdown: released, not forwarded.
+    pub viq_drained: u64,
+}
+
+/// Two sides of a counter identity that must be equal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Balance {
+    /// What came in.
+    pub input: u64,
+    /// Where it went (all destinations summed).
+    pub output: u64,
+}
+
+impl Balance {
+    /// Whether the two sides are equal.
+    pub fn holds(&self) -> bool {
+        self.input == self.output
+    }
+}
+
+/// The counter identities of one port (see [`Conservation`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PortBalance {
+    /// Ingress, frames: `rx + flood copies = forwarded + ingress drops +
+    /// filtered + held in the VIQ + drained from the VIQ`.
+    pub ingress: Balance,
+    /// Egress, frames: `arrived at the egress queues = tx + egress drops +
+    /// backlog + on the wire + drained (queues and wire)`.
+    pub egress: Balance,
+    /// The egress identity in frame bytes.
+    pub egress_bytes: Balance,
+}
+
+/// Counter identities of the whole switch: every frame received is
+/// transmitted, dropped for a counted reason, or still held (queued, on a
+/// wire, in a VIQ) — released at shutdown as `drained` — per port and
+/// switch-wide (`rx + flood copies = tx + drops + filtered + held +
+/// drained`, frames). Holds at every instant between calls into the switch.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Conservation {
+    /// Per port, by port number.
+    pub ports: Vec<PortBalance>,
+    /// The switch as a whole, frames.
+    pub switch: Balance,
+    /// All of the identities hold.
+    pub holds: bool,
+}
+
+impl Conservation {
+    /// Human-readable list of the identities that do not hold (empty: all hold).
+    pub fn failures(&self, names: &[String]) -> Vec<String> {
+        let mut v = Vec::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let n = names.get(i).map_or("?", |s| s.as_str());
+            for (what, b) in [
+                ("ingress frames", p.ingress),
+                ("egress frames", p.egress),
+                ("egress bytes", p.egress_bytes),
+            ] {
+                if !b.holds() {
+                    v.push(format!(
+                        "port {n} {what}: in {} != out {}",
+                        b.input, b.output
+                    ));
+                }
+            }
+        }
+        if !self.switch.holds() {
+            v.push(format!(
+                "switch frames: rx + flood copies {} != tx + drops + filtered + held + drained {}",
+                self.switch.input, self.switch.output
+            ));
+        }
+        v
+    }
 }
 
 /// One switch port: its egress pipeline and its wire.
@@ -148,6 +236,9 @@ impl<A: Aqm> Switch<A> {
     /// trace holds only dequeue events when [`poll`](Self::poll) reads it.
     #[inline]
     fn enqueue_on<S: FrameStore>(&mut self, out: usize, pkt: Packet, now: Nanos, store: &mut S) {
+        if let Some(p) = self.ports.get_mut(pkt.ingress_port as usize) {
+            p.io.forwarded += 1;
+        }
         let p = &mut self.ports[out];
         p.egress.enqueue(pkt, now, store);
         if let Some(c) = self.capture.as_deref_mut() {
@@ -311,12 +402,15 @@ impl<A: Aqm> Switch<A> {
                     n - 1
                 };
                 if n < 2 {
+                    // No other port: nowhere to send it.
+                    self.ports[port as usize].io.filtered += 1;
                     if let Some(c) = self.capture.as_deref_mut() {
                         c.rx_fate(Fate::Filtered);
                     }
                     return store.release(frame);
                 }
                 for o in (0..n).filter(|&o| o != port as usize && o != last) {
+                    self.ports[port as usize].io.flood_copies += 1;
                     match store.clone_frame(frame, len) {
                         Some(copy) => {
                             let mut c = pkt;
@@ -434,6 +528,65 @@ impl<A: Aqm> Switch<A> {
             .min()
     }
 
+    /// The counter identities (per port and switch-wide) as they stand now.
+    pub fn conservation(&self) -> Conservation {
+        let mut ports = Vec::with_capacity(self.ports.len());
+        let (mut sw_in, mut sw_out) = (0u64, 0u64);
+        for (i, p) in self.ports.iter().enumerate() {
+            let io = &p.io;
+            let viq = self
+                .raqm
+                .as_ref()
+                .map_or(0, |r| r.ports[i].viq_len() as u64);
+            // A frame dropped at a full emulated host link (`ingress_full`)
+            // never entered the switch: it is not in `rx_packets` either.
+            let ingress_drops: u64 = io.ingress_drops.iter().sum::<u64>()
+                - io.ingress_drops[DropReason::IngressFull as usize];
+            let ingress = Balance {
+                input: io.rx_packets + io.flood_copies,
+                output: io.forwarded + ingress_drops + io.filtered + viq + io.viq_drained,
+            };
+            let c = &p.egress.counters().port;
+            let gone = c.dropped.total().plus(c.drained);
+            let egress = Balance {
+                input: c.arrived.pkts,
+                output: io.tx_packets
+                    + gone.pkts
+                    + p.egress.backlog_pkts() as u64
+                    + p.wire.len() as u64
+                    + io.wire_drained,
+            };
+            let egress_bytes = Balance {
+                input: c.arrived.bytes,
+                output: io.tx_bytes
+                    + gone.bytes
+                    + p.egress.backlog_bytes()
+                    + p.wire.bytes()
+                    + io.wire_drained_bytes,
+            };
+            sw_in += ingress.input;
+            sw_out += ingress_drops + io.filtered + viq + io.viq_drained + egress.output;
+            ports.push(PortBalance {
+                ingress,
+                egress,
+                egress_bytes,
+            });
+        }
+        let switch = Balance {
+            input: sw_in,
+            output: sw_out,
+        };
+        let holds = switch.holds()
+            && ports
+                .iter()
+                .all(|p| p.ingress.holds() && p.egress.holds() && p.egress_bytes.holds());
+        Conservation {
+            ports,
+            switch,
+            holds,
+        }
+    }
+
     /// Packets held anywhere in the switch (queues + wires + R-AQM's VIQs +
     /// emulated host links).
     pub fn held_packets(&self) -> u64 {
@@ -455,8 +608,9 @@ impl<A: Aqm> Switch<A> {
     /// Releases every held frame (shutdown).
     pub fn drain<S: FrameStore>(&mut self, store: &mut S) {
         if let Some(r) = &mut self.raqm {
-            for rp in &mut r.ports {
+            for (rp, p) in r.ports.iter_mut().zip(&mut self.ports) {
                 for h in rp.drain() {
+                    p.io.viq_drained += 1;
                     store.release(h.pkt.frame);
                 }
             }
@@ -472,6 +626,8 @@ impl<A: Aqm> Switch<A> {
             }
             p.egress.drain(store);
             for pkt in p.wire.drain() {
+                p.io.wire_drained += 1;
+                p.io.wire_drained_bytes += pkt.len as u64;
                 store.release(pkt.frame);
             }
         }
@@ -734,7 +890,64 @@ mod tests {
         }
         let _ = collect(&mut sw, &mut st, 30);
         assert!(st.live > 0);
+        let c = sw.conservation();
+        assert!(c.holds, "{c:?}");
         sw.drain(&mut st);
+        assert_eq!(st.live, 0);
+        // The frames on the wire and in the queue at shutdown are drained,
+        // and the counters still add up.
+        let c = sw.conservation();
+        assert!(c.holds, "{c:?}");
+        let io = &sw.ports()[1].io;
+        let q = &sw.ports()[1].egress.counters().port;
+        assert!(io.wire_drained > 0 && q.drained.pkts > 0, "{io:?} {q:?}");
+        assert_eq!(
+            io.tx_packets + io.wire_drained + q.drained.pkts + q.dropped.total().pkts,
+            20
+        );
+    }
+
+    #[test]
+    fn conservation_counts_floods_filters_and_catches_a_lost_frame() {
+        let mut sw = switch(3, Rate::mbit(10), 10 * US);
+        let mut st = VecStore::new();
+        send(&mut sw, &mut st, 0, frame(mac(1), mac(2), 100), 0); // flooded to 1, 2
+        send(&mut sw, &mut st, 1, frame(mac(2), mac(1), 100), 1); // unicast to 0
+        send(&mut sw, &mut st, 1, frame(mac(9), mac(2), 100), 2); // filtered
+        send(&mut sw, &mut st, 2, vec![0u8; 10], 3); // runt
+        let c = sw.conservation();
+        assert!(c.holds, "{c:?}");
+        assert_eq!(c.switch.input, 4 + 1);
+        assert_eq!(c.ports[0].ingress.input, 2);
+        assert_eq!(sw.ports()[0].io.forwarded, 2);
+        assert!(c.failures(&[]).is_empty());
+        // A frame that vanishes without a count breaks the identities.
+        sw.ports_mut()[1].io.tx_packets += 1;
+        let c = sw.conservation();
+        assert!(!c.holds);
+        let f = c.failures(&["a".into(), "b".into(), "c".into()]);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(
+            f[0].starts_with("port b egress frames: in 1 != out 2"),
+            "{f:?}"
+        );
+        assert!(f[1].starts_with("switch frames:"), "{f:?}");
+        sw.drain(&mut st);
+    }
+
+    #[test]
+    fn one_port_switch_counts_a_flood_as_filtered() {
+        let mut sw = switch(1, Rate::from_bps(0), 0);
+        let mut st = VecStore::new();
+        send(
+            &mut sw,
+            &mut st,
+            0,
+            frame(mac(1), MacAddr::BROADCAST, 60),
+            0,
+        );
+        assert_eq!(sw.ports()[0].io.filtered, 1);
+        assert!(sw.conservation().holds);
         assert_eq!(st.live, 0);
     }
 }

@@ -594,6 +594,16 @@ impl XskSocket {
         self.in_fill
     }
 
+    /// Frames the rings themselves show lent to the kernel for receiving:
+    /// fill-ring entries the kernel has not consumed plus rx-ring entries we
+    /// have not read. In copy mode the kernel moves a frame from the fill to
+    /// the rx ring in one step, so this equals [`rx_pending`](Self::rx_pending)
+    /// unless a frame went missing in between (a zero-copy driver may also
+    /// hold fill frames in its own ring).
+    pub fn rx_frames_on_rings(&self) -> u32 {
+        self.fill.prod_outstanding() + self.rx.cons_backlog()
+    }
+
     /// Received frames waiting in the rx ring — a queue the switch's AQMs do
     /// not see. Should stay near 0; if it does not, the data path is not
     /// keeping up (or was descheduled).
