@@ -449,6 +449,11 @@ impl<A: Aqm> Switch<A> {
                 self.process(i as u16, frame, len, now, store);
             }
         }
+        // Fates from here on (ACKs R-AQM releases) belong to no frame
+        // received now.
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.end_rx();
+        }
         if self.raqm.is_some() {
             self.raqm_release(now, store);
         }

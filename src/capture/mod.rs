@@ -424,6 +424,8 @@ impl Capture {
     }
     /// Hands out the records made so far, leaving `empty` (cleared) in their place.
     pub fn take(&mut self, mut empty: Batch) -> Batch {
+        // The current frame's record leaves with the batch.
+        self.open_rx = None;
         empty.clear();
         empty.lost.resize(self.cfg.ports.len(), [0, 0]);
         std::mem::replace(&mut self.batch, empty)
@@ -457,6 +459,11 @@ impl Capture {
         } else {
             None
         };
+    }
+    /// The current `rx`'s fates are complete: later fates (an ACK R-AQM
+    /// held and releases in a poll) belong to no received frame's record.
+    pub fn end_rx(&mut self) {
+        self.open_rx = None;
     }
     /// One fate of the frame of the current `rx`.
     pub fn rx_fate(&mut self, fate: Fate) {
