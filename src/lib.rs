@@ -19,6 +19,7 @@ pub mod dataplane;
 pub mod delay;
 pub mod exp;
 pub mod fidelity;
+pub mod harness;
 pub mod ingress;
 pub mod packet;
 pub mod poll;

@@ -492,8 +492,8 @@ impl<A: Aqm> EgressPort<A> {
         }
     }
 
-    /// Checks every invariant of the port; panics with a description.
-    #[cfg(any(test, debug_assertions))]
+    /// Checks every invariant of the port; panics with a description. For
+    /// tests and the fuzz harness (`harness`), not the data path.
     pub fn invariants(&self) {
         let mut total_b = 0u64;
         let mut total_p = 0u32;
