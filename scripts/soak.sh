@@ -361,7 +361,7 @@ if snap is not None:
     live_bad = [r["t_s"] for r in live if r["counters_hold"] != "1" or r["umem_balanced"] != "1"]
     ports = snap["ports"]
     sw = c.get("switch", {})
-    per_port = all(p["balance"][k]["input"] == p["balance"][k]["output"] for p in ports for k in ("ingress", "egress", "egress_bytes"))
+    per_port = all(p["balance"][k]["input"] == p["balance"][k]["output"] for p in ports for k in ("ingress", "egress", "egress_bytes", "host_link"))
     drops = sum(sum(p["io"]["ingress_drops"]) for p in ports) + sum(
         v["pkts"] for p in ports for v in p["egress"]["port"]["dropped"].values())
     tx = sum(p["io"]["tx_packets"] for p in ports)

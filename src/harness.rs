@@ -14,7 +14,9 @@
 //!
 //! Checked after every operation (a violation panics with a description):
 //! * every counter identity holds ([`Switch::conservation`]: frames per port
-//!   at ingress and egress, bytes at egress, frames switch-wide);
+//!   at ingress (with an emulated host link also: the link released
+//!   exactly the frames the switch received) and egress, bytes at egress,
+//!   frames switch-wide);
 //! * the frame store holds exactly the frames the switch says it holds (no
 //!   frame leaked, released twice or transmitted twice — the store panics
 //!   on a double release);
@@ -69,7 +71,8 @@ pub struct Choices {
     pub bucket: u8,
     /// `--buffer`.
     pub buffer: u8,
-    /// `--delay`.
+    /// `--delay` (low 2 bits); bits 4–5: `--ingress-rate` off, line,
+    /// 100mbit, or line with `--ingress-limit 4`.
     pub delay: u8,
     /// Bit flags: 1 capture, 2 `--not-ect drop`, 4 `--catchup 1ms`,
     /// 8 `--mark-every 3`, 16 `--classify flow`, 32 `--queue-limit 10kb`,
@@ -143,6 +146,15 @@ impl Choices {
         }
         kv("--buffer", pick(&BUFFERS, self.buffer));
         kv("--delay", pick(&DELAYS, self.delay));
+        match (self.delay >> 4) & 3 {
+            1 => kv("--ingress-rate", "line".into()),
+            2 => kv("--ingress-rate", "100mbit".into()),
+            3 => {
+                kv("--ingress-rate", "line".into());
+                kv("--ingress-limit", "4".into());
+            }
+            _ => {}
+        }
         kv("--seed", self.seed.to_string());
         let f = self.flags;
         if f & 2 != 0 {

@@ -103,6 +103,9 @@ pub struct PortBalance {
     pub egress: Balance,
     /// The egress identity in frame bytes.
     pub egress_bytes: Balance,
+    /// With an emulated host link (`--ingress-rate`), frames: released by
+    /// the link = received by the switch (0 = 0 without one).
+    pub host_link: Balance,
 }
 
 /// Counter identities of the whole switch: every frame received is
@@ -130,6 +133,7 @@ impl Conservation {
                 ("ingress frames", p.ingress),
                 ("egress frames", p.egress),
                 ("egress bytes", p.egress_bytes),
+                ("host link frames", p.host_link),
             ] {
                 if !b.holds() {
                     v.push(format!(
@@ -569,12 +573,20 @@ impl<A: Aqm> Switch<A> {
                     + p.wire.bytes()
                     + io.wire_drained_bytes,
             };
+            let host_link = p
+                .ingress_link
+                .as_ref()
+                .map_or(Balance::default(), |l| Balance {
+                    input: l.counters().released,
+                    output: io.rx_packets,
+                });
             sw_in += ingress.input;
             sw_out += ingress_drops + io.filtered + viq + io.viq_drained + egress.output;
             ports.push(PortBalance {
                 ingress,
                 egress,
                 egress_bytes,
+                host_link,
             });
         }
         let switch = Balance {
@@ -582,9 +594,12 @@ impl<A: Aqm> Switch<A> {
             output: sw_out,
         };
         let holds = switch.holds()
-            && ports
-                .iter()
-                .all(|p| p.ingress.holds() && p.egress.holds() && p.egress_bytes.holds());
+            && ports.iter().all(|p| {
+                p.ingress.holds()
+                    && p.egress.holds()
+                    && p.egress_bytes.holds()
+                    && p.host_link.holds()
+            });
         Conservation {
             ports,
             switch,
