@@ -16,6 +16,9 @@
 //!   bare number only where the AQM names the key a queue length
 //!   (`aqm::config::length_keys`: `k = 2656` bytes, PRED's `max_k` packets);
 //! * every paced flow's `rate` × f — the same share of the link;
+//! * unless the scenario says `[scale] buffer = "keep"` (incast: the first
+//!   window in frames against the buffer in frames decides it), in which
+//!   case the buffer keeps its size and only its drain time grows;
 //! * time-valued options (TCN's and ECN♯'s thresholds, CoDel's target),
 //!   quanta and weights (relative), loads (relative), incast and flow sizes
 //!   (the workload itself) are kept.
@@ -25,7 +28,7 @@
 
 use serde::Serialize;
 
-use super::scenario::{Scenario, ScenarioError, TrafficSpec};
+use super::scenario::{BufferScaling, Scenario, ScenarioError, TrafficSpec};
 use crate::units::{parse_duration, parse_rate, parse_size, Rate};
 
 /// How a scenario was scaled.
@@ -82,9 +85,17 @@ pub fn scale(
         .clone()
         .unwrap_or_else(|| crate::config::DEFAULT_BUFFER.to_string());
     let b = parse_size(&buffer).map_err(|e| inv(format!("switch.buffer `{buffer}`: {e}")))?;
-    let nb = fmt_size(scale_bytes(b));
-    changes.push(format!("switch.buffer: {buffer} → {nb}"));
-    out.switch.buffer = Some(nb);
+    if sc.scale.buffer == BufferScaling::Keep {
+        changes.push(format!(
+            "switch.buffer: {buffer} kept ([scale] buffer = \"keep\": its drain time × {:.3})",
+            1.0 / f
+        ));
+        out.switch.buffer = Some(buffer);
+    } else {
+        let nb = fmt_size(scale_bytes(b));
+        changes.push(format!("switch.buffer: {buffer} → {nb}"));
+        out.switch.buffer = Some(nb);
+    }
 
     for (aqm, opts) in out.switch.aqm_opts.iter_mut() {
         // `dctcp@port` is a variant of `dctcp`.
@@ -389,6 +400,24 @@ mod tests {
             .changes
             .iter()
             .any(|c| c.contains("dctcp@port.k: 2656 → 1328")));
+    }
+
+    #[test]
+    fn an_incast_scenario_may_keep_its_buffer() {
+        let text = format!("{FIG5}\n[scale]\nbuffer = \"keep\"\n");
+        let (s, how) = scale(&sc(&text), "250mbit", "test").unwrap();
+        assert_eq!(s.switch.buffer.as_deref(), Some("96kb"));
+        assert!(
+            how.changes
+                .iter()
+                .any(|c| c.contains("96kb kept") && c.contains("× 4.000")),
+            "{:?}",
+            how.changes
+        );
+        // Thresholds still scale: K = C·RTT·λ follows the rate.
+        assert_eq!(s.switch.aqm_opts["dctcp@queue"]["k"].as_str(), Some("8kb"));
+        let bad = format!("{FIG5}\n[scale]\nbuffer = \"frames\"\n");
+        assert!(Scenario::from_toml(&bad, Path::new("t.toml")).is_err());
     }
 
     #[test]

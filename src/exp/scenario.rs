@@ -71,6 +71,33 @@ pub struct Scenario {
     /// combination beyond them is marked not faithful in every output.
     #[serde(default)]
     pub fidelity: FidelitySpec,
+    /// How `softswitch-exp --rate` scales this scenario (`[scale]`).
+    #[serde(default)]
+    pub scale: ScaleSpec,
+}
+
+/// `[scale]`: what a rate scaling (`softswitch-exp run --rate`, `calibrate`)
+/// does with the buffer.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleSpec {
+    /// `"rate"` (default): the buffer scales with the rate, keeping its
+    /// drain time; `"keep"`: the buffer keeps its size in bytes (frames) —
+    /// for incast, which is decided by the first window in frames against
+    /// the buffer in frames.
+    #[serde(default)]
+    pub buffer: BufferScaling,
+}
+
+/// See [`ScaleSpec::buffer`].
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferScaling {
+    /// Scale with the rate.
+    #[default]
+    Rate,
+    /// Keep its size.
+    Keep,
 }
 
 /// `[fidelity]`: the guard's limits (the switch's defaults when absent).
