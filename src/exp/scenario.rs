@@ -900,6 +900,22 @@ fn first_duplicate<T: PartialEq + Clone>(v: &[T]) -> Option<T> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_shipped_scenario_loads_and_validates() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let sc = Scenario::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                sc.validate()
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 13, "only {n} scenarios found in {}", dir.display());
+    }
+
     const WORKLOAD: &str = r#"
         name = "ws"
         baseline = "dctcp"
