@@ -1068,13 +1068,9 @@ mod tests {
     #[test]
     fn fidelity_guard_and_strict_shaper_defaults() {
         let parse = |extra: &[&str]| {
-            let mut v = vec!["softswitch", "--ports", "a,b"];
+            let mut v = vec!["--ports", "a,b"];
             v.extend_from_slice(extra);
-            resolve(
-                &<crate::cli::Cli as clap::Parser>::try_parse_from(v)
-                    .unwrap()
-                    .run,
-            )
+            resolve(&args(&v))
         };
         let s = parse(&[]).unwrap();
         assert_eq!(
@@ -1122,13 +1118,9 @@ mod tests {
     #[test]
     fn ingress_rate_is_off_by_default_and_line_follows_each_port() {
         let parse = |extra: &[&str]| {
-            let mut v = vec!["softswitch", "--ports", "a,b", "--rate", "500mbit"];
+            let mut v = vec!["--ports", "a,b", "--rate", "500mbit"];
             v.extend_from_slice(extra);
-            resolve(
-                &<crate::cli::Cli as clap::Parser>::try_parse_from(v)
-                    .unwrap()
-                    .run,
-            )
+            resolve(&args(&v))
         };
         let s = parse(&[]).unwrap();
         assert!(s.ports.iter().all(|p| p.ingress_rate.is_none()));

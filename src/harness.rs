@@ -82,20 +82,9 @@ pub struct Choices {
     pub seed: u8,
 }
 
-const AQMS: [&str; 12] = [
-    "droptail",
-    "red",
-    "dctcp",
-    "mq-ecn",
-    "tcn",
-    "codel",
-    "ecn-sharp",
-    "pred",
-    "diffecn",
-    "r-aqm",
-    "r-aqm+tcn",
-    "no-such-aqm",
-];
+/// After every `--aqm` name (`aqm::config::AQM_NAMES`, in its order): R-AQM alone
+/// and with a forward AQM, and a name that must be refused.
+const MORE_AQMS: [&str; 3] = ["r-aqm", "r-aqm+tcn", "no-such-aqm"];
 const SCHEDS: [&str; 5] = ["sp", "dwrr", "wfq", "sp+dwrr", "sp+wfq"];
 const QUEUES: [&str; 8] = ["1", "2", "3", "4", "8", "16", "32", "128"];
 const RATES: [&str; 8] = [
@@ -137,7 +126,12 @@ impl Choices {
             a.push(k.into());
             a.push(v);
         };
-        kv("--aqm", pick(&AQMS, self.aqm));
+        let aqms: Vec<&str> = crate::aqm::config::AQM_NAMES
+            .iter()
+            .chain(&MORE_AQMS)
+            .copied()
+            .collect();
+        kv("--aqm", pick(&aqms, self.aqm));
         kv("--sched", pick(&SCHEDS, self.sched));
         kv("--queues", pick(&QUEUES, self.queues));
         kv("--rate", pick(&RATES, self.rate));
