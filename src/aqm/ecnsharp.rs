@@ -139,6 +139,51 @@ pub struct Counters {
     pub marks_instantaneous: u64,
     /// Marks by Algorithm 1 (counted even when the instantaneous test also fired).
     pub marks_persistent: u64,
+    /// The smallest sojourn of each `pst_interval` window, against
+    /// `pst_target` (a measurement, not part of Algorithm 1).
+    pub window_min: WindowMins,
+}
+
+/// The minimum sojourn of each `pst_interval` window, per queue.
+///
+/// Algorithm 1 detects a persistent queue only when *no* packet left below
+/// `pst_target` for a whole `pst_interval` (A1:22–29), so it regulates
+/// the windows' minimum sojourn towards `pst_target`, not their median
+/// (CoDel's control variable, which Algorithm 1 adopts). These counters make
+/// that visible: windows lie on a grid of `pst_interval` from the queue's
+/// first dequeue, a window's minimum is over the packets that left in it,
+/// and windows in which no packet left are not counted. Measurement only:
+/// it does not change what is marked.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WindowMins {
+    /// Windows closed.
+    pub windows: u64,
+    /// Sum of their minima, ns (mean = sum_ns / windows).
+    pub sum_ns: u64,
+    /// Windows whose minimum was below 0.5, 0.5–1, 1–1.5, 1.5–2 and at
+    /// least 2 × `pst_target`.
+    pub vs_target: [u64; 5],
+}
+
+impl WindowMins {
+    /// Counts one window whose minimum sojourn was `min`.
+    fn record(&mut self, min: Nanos, target: Nanos) {
+        self.windows += 1;
+        self.sum_ns = self.sum_ns.saturating_add(min);
+        let i = match min.saturating_mul(2).checked_div(target) {
+            Some(half_targets) => half_targets.min(4) as usize,
+            None => 4,
+        };
+        self.vs_target[i] += 1;
+    }
+}
+
+/// The window a queue's dequeues currently fall in.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    open: bool,
+    start: Nanos,
+    min: Nanos,
 }
 
 /// An ECN♯ instance for one port, state per queue.
@@ -146,6 +191,7 @@ pub struct Counters {
 pub struct EcnSharp {
     params: Config,
     vars: Vec<Vars>,
+    windows: Vec<Window>,
     counters: Counters,
 }
 
@@ -155,6 +201,7 @@ impl EcnSharp {
         EcnSharp {
             params,
             vars: vec![Vars::default(); num_queues.max(1)],
+            windows: vec![Window::default(); num_queues.max(1)],
             counters: Counters::default(),
         }
     }
@@ -227,6 +274,32 @@ impl EcnSharp {
         false
     }
 
+    /// Takes a dequeue's sojourn into its queue's `pst_interval` window,
+    /// counting the window it closes (see [`WindowMins`]).
+    fn observe_window(&mut self, queue: usize, sojourn: Nanos, now: Nanos) {
+        let pi = self.params.pst_interval.max(1);
+        let w = &mut self.windows[queue];
+        let closed = if !w.open {
+            *w = Window {
+                open: true,
+                start: now,
+                min: sojourn,
+            };
+            None
+        } else if now >= w.start.saturating_add(pi) {
+            let min = w.min;
+            w.start += (now - w.start) / pi * pi;
+            w.min = sojourn;
+            Some(min)
+        } else {
+            w.min = w.min.min(sojourn);
+            None
+        };
+        if let Some(min) = closed {
+            self.counters.window_min.record(min, self.params.pst_target);
+        }
+    }
+
     /// Per-queue Algorithm 1 variables and counters.
     pub fn report(&self) -> serde_json::Value {
         serde_json::json!({
@@ -243,6 +316,7 @@ impl Aqm for EcnSharp {
         let queue = q.queue.min(self.vars.len() - 1);
         let sojourn_time = now.saturating_sub(pkt.enqueue_ns);
         self.counters.packets += 1;
+        self.observe_window(queue, sojourn_time, now);
         // Both procedures run on every packet (see the module header).
         let persistent = self.should_persistent_mark(queue, sojourn_time, now);
         if persistent {
@@ -354,6 +428,46 @@ mod tests {
         let mut a = sharp();
         let marks = run(&mut a, 1_000_000, 1_000_000 + 300 * US, US, PT);
         assert_eq!(marks.len(), 1);
+    }
+
+    #[test]
+    fn window_minimum_is_counted_against_pst_target() {
+        let mut a = sharp();
+        let mut rng = SimRng::new(1);
+        let t0 = 3_000_000;
+        let mut deq = |a: &mut EcnSharp, t: Nanos, sojourn: Nanos| {
+            a.on_dequeue(&ect(1500, t - sojourn), &ctx(0, 0, 1), t, &mut rng);
+        };
+        // Window [t0, t0 + 200 µs): minimum 50 µs (0.5–1 × pst_target 85 µs).
+        deq(&mut a, t0, 100 * US);
+        deq(&mut a, t0 + 80 * US, 50 * US);
+        deq(&mut a, t0 + 199 * US, 120 * US);
+        assert_eq!(a.counters.window_min.windows, 0, "still open");
+        // The next window, [t0 + 200, t0 + 400 µs): minimum 180 µs (≥ 2 ×).
+        deq(&mut a, t0 + 250 * US, 200 * US);
+        assert_eq!(a.counters.window_min.vs_target, [0, 1, 0, 0, 0]);
+        deq(&mut a, t0 + 390 * US, 180 * US);
+        // Nothing leaves in [t0 + 400, t0 + 600 µs): not a window. The packet
+        // at t0 + 700 µs closes [t0 + 200, t0 + 400) and opens [t0 + 600, …).
+        deq(&mut a, t0 + 700 * US, 10 * US);
+        let w = &a.counters.window_min;
+        assert_eq!(w.windows, 2);
+        assert_eq!(w.vs_target, [0, 1, 0, 0, 1]);
+        assert_eq!(w.sum_ns, 230 * US);
+        assert_eq!(a.windows[0].start, t0 + 600 * US);
+        assert_eq!(a.windows[0].min, 10 * US);
+        // t0 + 810 µs closes [t0 + 600, t0 + 800) (minimum 10 µs: below 0.5 ×).
+        deq(&mut a, t0 + 810 * US, PT);
+        assert_eq!(a.counters.window_min.vs_target, [1, 1, 0, 0, 1]);
+        // Another queue keeps its own window.
+        let mut rng1 = SimRng::new(2);
+        a.on_dequeue(&ect(1500, t0), &ctx(1, 0, 1), t0 + 820 * US, &mut rng1);
+        assert_eq!(a.counters.window_min.windows, 3);
+        assert!(a.windows[1].open && a.windows[1].start == t0 + 820 * US);
+        // A minimum of exactly pst_target counts in 1–1.5 ×.
+        deq(&mut a, t0 + 1_000 * US, 500 * US);
+        assert_eq!(a.counters.window_min.vs_target, [1, 1, 1, 0, 1]);
+        assert_eq!(a.counters.window_min.windows, 4);
     }
 
     #[test]
