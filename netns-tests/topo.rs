@@ -89,6 +89,7 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
     let mut t = TestTopo::with(|c| {
         c.hosts = 2;
         c.rto_min = Some(Duration::from_millis(5));
+        c.initcwnd = Some(4);
     });
     let prefix = t.prefix.clone();
     assert!(
@@ -114,6 +115,7 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         route.contains("rto_min") && route.contains("5ms"),
         "{route}"
     );
+    assert!(route.contains("initcwnd 4"), "{route}");
 
     t.bridge_all();
     ping(&t.hosts[0], t.hosts[1].ip);

@@ -90,6 +90,9 @@ pub struct TopoUpArgs {
     /// ACK every segment (`quickack 1` on the hosts' route, no delayed ACKs), as R-AQM's hosts do.
     #[arg(long)]
     pub quickack: bool,
+    /// Initial congestion window of the hosts' connections, segments (`initcwnd N` on their route; default: kernel's 10). R-AQM's ns-3 hosts start from 1.
+    #[arg(long, value_name = "SEGMENTS")]
+    pub initcwnd: Option<u32>,
 }
 
 /// Settings of the switch itself.

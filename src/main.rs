@@ -90,6 +90,7 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         ecn: !a.no_ecn,
         rto_min,
         quickack: a.quickack,
+        initcwnd: a.initcwnd,
         ..topo::TopoConfig::default()
     };
     let t = topo::up(&cfg)?;

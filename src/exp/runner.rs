@@ -311,6 +311,7 @@ fn run_inner(
             .transpose()
             .map_err(|e| anyhow!("topology.rto_min: {e}"))?,
         quickack: sc.topology.quickack,
+        initcwnd: sc.topology.initcwnd,
         cc: sc
             .topology
             .cc
@@ -939,27 +940,31 @@ fn start_traffic(
                 bail!("incast combo without a fan-in")
             };
             let servers: Vec<String> = i.senders(n).iter().map(|&h| addr(h)).collect();
+            let mut args: Vec<String> = vec![
+                "incast".into(),
+                "--servers".into(),
+                servers.join(","),
+                "--size".into(),
+                i.size.clone(),
+                "--queries".into(),
+                Scenario::incast_queries(i, opts.quick).to_string(),
+                "--interval".into(),
+                i.interval.clone(),
+                "--dscp".into(),
+                i.dscp.to_string(),
+                "--out".into(),
+                "incast_flows.txt".into(),
+                "--qct-out".into(),
+                "incast_queries.txt".into(),
+                "--json".into(),
+                "incast.json".into(),
+            ];
+            if i.fresh {
+                args.push("--fresh".into());
+            }
             spawn(
                 i.receiver,
-                vec![
-                    "incast".into(),
-                    "--servers".into(),
-                    servers.join(","),
-                    "--size".into(),
-                    i.size.clone(),
-                    "--queries".into(),
-                    Scenario::incast_queries(i, opts.quick).to_string(),
-                    "--interval".into(),
-                    i.interval.clone(),
-                    "--dscp".into(),
-                    i.dscp.to_string(),
-                    "--out".into(),
-                    "incast_flows.txt".into(),
-                    "--qct-out".into(),
-                    "incast_queries.txt".into(),
-                    "--json".into(),
-                    "incast.json".into(),
-                ],
+                args,
                 "incast",
                 format!("h{}", i.receiver),
                 i.dscp,

@@ -138,6 +138,10 @@ pub struct TopologySpec {
     /// ACKs R-AQM assumes (r-aqm.txt §IV-F). Default false.
     #[serde(default)]
     pub quickack: bool,
+    /// Initial congestion window of the hosts, segments (`initcwnd` on
+    /// their route; default: the kernel's 10). R-AQM's ns-3 hosts use 1.
+    #[serde(default)]
+    pub initcwnd: Option<u32>,
     /// Extra one-way delay on the switch port towards a host, e.g.
     /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
     #[serde(default)]
@@ -286,6 +290,11 @@ pub struct IncastSpec {
     /// needs on a machine with few namespaces). Default false.
     #[serde(default)]
     pub cycle_servers: bool,
+    /// A new connection per responder for every query (`softswitch-tg
+    /// incast --fresh`), so every response starts from the initial window
+    /// as the R-AQM paper's flows do. Default false (persistent).
+    #[serde(default)]
+    pub fresh: bool,
 }
 
 impl IncastSpec {
@@ -516,6 +525,14 @@ impl Scenario {
         }
         if let Some(r) = &t.rto_min {
             check_duration("topology.rto_min", r)?;
+        }
+        if let Some(w) = t.initcwnd {
+            if !(1..=crate::topo::MAX_INITCWND).contains(&w) {
+                return bad(format!(
+                    "topology.initcwnd = {w} — give 1..={} segments (the kernel's default is 10)",
+                    crate::topo::MAX_INITCWND
+                ));
+            }
         }
         for (host, d) in &t.delay {
             self.host_key(host)?;

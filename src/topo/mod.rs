@@ -53,6 +53,10 @@ pub const MAX_MTU: u32 = 3500;
 /// Smallest MTU IPv4 allows.
 pub const MIN_MTU: u32 = 68;
 
+/// Largest `initcwnd` accepted, segments (the kernel only clamps it to the
+/// connection's window clamp; beyond this it is surely a typo).
+pub const MAX_INITCWND: u32 = 1024;
+
 /// Congestion control of the hosts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum CongestionControl {
@@ -111,6 +115,11 @@ pub struct TopoConfig {
     /// (no delayed ACKs), the per-packet ACK clock R-AQM assumes
     /// (r-aqm.txt §IV-F "Different ACK Mechanism").
     pub quickack: bool,
+    /// `initcwnd N` on the subnet route: the initial congestion window, in
+    /// segments, of every connection (and of every restart after idle);
+    /// `None` keeps the kernel's 10. R-AQM's ns-3 hosts start from 1
+    /// segment (ns-3's `TcpSocket::InitialCwnd` default before ns-3.36).
+    pub initcwnd: Option<u32>,
 }
 
 impl Default for TopoConfig {
@@ -124,6 +133,7 @@ impl Default for TopoConfig {
             ecn: true,
             rto_min: None,
             quickack: false,
+            initcwnd: None,
         }
     }
 }
@@ -168,6 +178,13 @@ impl TopoConfig {
         if let CongestionControl::Named(name) = &self.cc {
             if name.is_empty() || name.len() > 15 || name.contains(char::is_whitespace) {
                 return invalid(format!("`{name}` is not a congestion control name"));
+            }
+        }
+        if let Some(w) = self.initcwnd {
+            if !(1..=MAX_INITCWND).contains(&w) {
+                return invalid(format!(
+                    "initcwnd {w} is outside 1..={MAX_INITCWND} segments (the kernel's default is 10)"
+                ));
             }
         }
         if self.cc == CongestionControl::Dctcp && !self.ecn {
@@ -548,7 +565,7 @@ fn build_host(
         ]),
         "the pfifo qdisc (CONFIG_NET_SCH_FIFO) is needed",
     )?;
-    if cfg.rto_min.is_some() || cfg.quickack {
+    if cfg.rto_min.is_some() || cfg.quickack || cfg.initcwnd.is_some() {
         let net = cfg.subnet.to_string();
         let src = ip.to_string();
         let mut args: Vec<String> = [
@@ -563,6 +580,9 @@ fn build_host(
         }
         if cfg.quickack {
             args.extend(["quickack".to_string(), "1".to_string()]);
+        }
+        if let Some(w) = cfg.initcwnd {
+            args.extend(["initcwnd".to_string(), w.to_string()]);
         }
         cmd::run(ip_cmd().args(&args), "")?;
     }
@@ -819,6 +839,14 @@ mod tests {
                 cc: CongestionControl::Named(String::new()),
                 ..cfg()
             },
+            TopoConfig {
+                initcwnd: Some(0),
+                ..cfg()
+            },
+            TopoConfig {
+                initcwnd: Some(MAX_INITCWND + 1),
+                ..cfg()
+            },
         ];
         for c in bad {
             assert!(
@@ -848,6 +876,14 @@ mod tests {
             },
             TopoConfig {
                 rto_min: Some(Duration::from_millis(5)),
+                ..cfg()
+            },
+            TopoConfig {
+                initcwnd: Some(1),
+                ..cfg()
+            },
+            TopoConfig {
+                initcwnd: Some(MAX_INITCWND),
                 ..cfg()
             },
             TopoConfig {
