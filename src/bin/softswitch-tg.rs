@@ -127,6 +127,9 @@ enum Cmd {
         /// Safety bound on the whole run.
         #[arg(long, default_value = "300s")]
         timeout: String,
+        /// A new connection to every server for every query (opened before the query starts), so each response is a new TCP flow from the initial window, as R-AQM's ns-3 flows are. Default: one persistent connection per server.
+        #[arg(long)]
+        fresh: bool,
     },
     /// One long-lived flow from a server, with goodput sampled over time.
     Long {
@@ -369,6 +372,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             qct_out,
             json,
             timeout,
+            fresh,
         } => {
             let cfg = incast::IncastConfig {
                 servers: server_addrs(&servers)?,
@@ -378,6 +382,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 dscp: check_dscp(dscp)?,
                 flow_rate_bps: opt_rate_bps(&flow_rate)?,
                 timeout: duration(&timeout)?,
+                fresh,
             };
             let flows_w = create(&out)?;
             let queries_w = create(&qct_out)?;
@@ -395,6 +400,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                         "interval_us": cfg.interval.as_micros() as u64,
                         "dscp": cfg.dscp,
                         "flow_rate_bps": cfg.flow_rate_bps,
+                        "fresh": cfg.fresh,
                     },
                     "report": rep,
                 }),

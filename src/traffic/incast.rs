@@ -1,7 +1,13 @@
 //! Incast: one client asks all N servers at once for S bytes each (fan-in
 //! N), waits for all N responses, and repeats.
 //!
-//! One persistent connection per server, opened before the first query. A
+//! One persistent connection per server, opened before the first query —
+//! or, with `fresh`, a new one per server for every query, opened (and the
+//! previous one closed) before the query starts, so every response is a new
+//! TCP flow starting from the initial window, as the R-AQM paper's ns-3
+//! flows do (r-aqm.txt §VI-B "N hosts send a 3.2MB flow to a host"). On a
+//! persistent connection Linux restarts an idle flow's window only once it
+//! has been idle for an RTO, which a large RTO_min prevents. A
 //! query's completion time (QCT) runs from the first request written to the
 //! last byte of the last response; each flow's FCT from its own request.
 //! Query k+1 starts `interval` after query k started, or as soon as query k
@@ -39,6 +45,8 @@ pub struct IncastConfig {
     pub flow_rate_bps: u64,
     /// Safety bound on the whole run.
     pub timeout: Duration,
+    /// A new connection per server for every query (see the module doc).
+    pub fresh: bool,
 }
 
 /// The result of an incast run.
@@ -52,6 +60,9 @@ pub struct IncastReport {
     pub qct: Option<FctStats>,
     /// FCT summary of the flows.
     pub fct: FctSummary,
+    /// Connections opened in total (fan-in, or fan-in × queries run with
+    /// `fresh`).
+    pub connections: usize,
     /// Why the run stopped early, if it did.
     pub error: Option<String>,
 }
@@ -95,14 +106,22 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
     }
     sock::tighten_timer_slack();
     let (out_tx, out_rx) = crossbeam_channel::unbounded::<Outcome>();
+    let open_all = |conns: &mut Vec<Conn>| -> Result<(), TgError> {
+        for c in conns.iter_mut() {
+            c.close();
+        }
+        conns.clear();
+        for (i, &addr) in cfg.servers.iter().enumerate() {
+            let idle = Arc::new(Mutex::new(Vec::new()));
+            let c = Conn::open(i, addr, 0, idle, out_tx.clone())
+                .map_err(|source| TgError::Connect { addr, source })?;
+            conns.push(c);
+        }
+        Ok(())
+    };
     let mut conns = Vec::with_capacity(fanout);
-    for (i, &addr) in cfg.servers.iter().enumerate() {
-        let idle = Arc::new(Mutex::new(Vec::new()));
-        let c = Conn::open(i, addr, 0, idle, out_tx.clone())
-            .map_err(|source| TgError::Connect { addr, source })?;
-        conns.push(c);
-    }
-    drop(out_tx);
+    open_all(&mut conns)?;
+    let mut connections = fanout;
 
     let t0 = Instant::now();
     let deadline = t0 + cfg.timeout;
@@ -111,6 +130,13 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
     let mut error = None;
     let mut next_start = t0;
     'queries: for q in 0..cfg.queries {
+        if cfg.fresh && q > 0 {
+            if let Err(e) = open_all(&mut conns) {
+                error = Some(e.to_string());
+                break 'queries;
+            }
+            connections += fanout;
+        }
         let now = Instant::now();
         if next_start > now {
             thread::sleep(next_start - now);
@@ -210,6 +236,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
         fct: FctSummary::from_records(&flows, wall_us),
         queries,
         flows,
+        connections,
         error,
     })
 }

@@ -119,9 +119,14 @@ fn incast_4_servers_records_every_query_and_flow() {
         dscp: 0,
         flow_rate_bps: 0,
         timeout: Duration::from_secs(10),
+        fresh: false,
     };
     let rep = incast::run(&cfg).unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.connections, 4, "one persistent connection per server");
+    for s in &servers {
+        assert_eq!(s.stats.connections.load(Ordering::Relaxed), 1);
+    }
     assert_eq!(rep.queries.len(), 30);
     assert_eq!(rep.flows.len(), 120);
     let ids: HashSet<u32> = rep.flows.iter().map(|r| r.id).collect();
@@ -146,6 +151,35 @@ fn incast_4_servers_records_every_query_and_flow() {
         assert!(w[1].start_us - w[0].start_us >= 5_000);
     }
     assert_eq!(rep.qct.as_ref().unwrap().count, 30);
+}
+
+#[test]
+fn incast_fresh_opens_a_new_connection_per_server_and_query() {
+    let servers: Vec<TestServer> = (0..3).map(|_| TestServer::start()).collect();
+    let cfg = IncastConfig {
+        servers: servers.iter().map(|s| s.addr).collect(),
+        size: 32 * 1024,
+        queries: 8,
+        interval: Duration::from_millis(2),
+        dscp: 0,
+        flow_rate_bps: 0,
+        timeout: Duration::from_secs(10),
+        fresh: true,
+    };
+    let rep = incast::run(&cfg).unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.queries.len(), 8);
+    assert_eq!(rep.flows.len(), 24);
+    assert_eq!(rep.connections, 24, "fan-in × queries");
+    for s in &servers {
+        assert_eq!(
+            s.stats.connections.load(Ordering::Relaxed),
+            8,
+            "each server saw one connection per query"
+        );
+    }
+    let ids: HashSet<u32> = rep.flows.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), 24);
 }
 
 #[test]
