@@ -37,7 +37,13 @@
 //!   DS ("the forward queue is about to empty"), else NS ("the steady
 //!   state"; "K_max and K_min represent the maximum and minimum values in
 //!   the steady state", §IV-F). Fig. 5 itself is not in the text; this is
-//!   its reading from §IV-C and §IV-F.
+//!   its reading from §IV-C and §IV-F. The paper gives no size for "the
+//!   queue continues to grow / decline"; `trend_min_pkts` = 1 packet by
+//!   default. Where T is only a frame time or two (T = 62.5 µs at
+//!   250 Mbit/s) a 1-packet change is arrival jitter and the state flips
+//!   between CS and DS on it, holding little; measured in BENCHMARKS.md
+//!   ("R-AQM incast with the paper's hosts"), where 4 packets restores the
+//!   paper's behaviour.
 //! * **When ACKs are held**: an ACK goes into the VIQ when P is in CS or the
 //!   VIQ already holds ACKs (FIFO order within the port, so within every
 //!   flow); in NS / DS with an empty VIQ it passes at once ("R-AQM is only
