@@ -65,6 +65,21 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         tcp_ext_counter(&t.hosts[1], "TCPDeliveredCE") - ce0[1],
     ];
     let j = sw.stop().assert_clean();
+    // Read and remove the time series before any assertion can fail.
+    let gauges = std::fs::read_to_string(&ts_port).unwrap_or_default();
+    let _ = std::fs::remove_file(&ts_s);
+    let _ = std::fs::remove_file(&ts_port);
+    let n_samples: Vec<u64> = gauges
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.get(1) == Some(&"2") && f.get(2) == Some(&"pred_n_flows"))
+                .then(|| f[3].parse::<f64>().ok())
+                .flatten()
+        })
+        .map(|n| n as u64)
+        .collect();
     let bps = iperf_receiver_bps(&out_a) + iperf_receiver_bps(&out_b);
     let port = &j["ports"][2];
     let aqm = &port["aqm"];
@@ -75,12 +90,26 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         aqm["summary"].as_str().unwrap_or("?"),
     );
     assert_eq!(aqm["kind"], "pred", "{aqm}");
-    // FCS: 8 data flows (+ the 2 iperf3 control connections, which send
-    // now and then) into h3's port.
+    // FCS: 8 data flows into h3's port, most of the time exactly those (the
+    // 2 iperf3 control connections send now and then): the N sampled every
+    // 10 ms while flows run is mostly 8.
+    let mut hist = std::collections::BTreeMap::<u64, usize>::new();
+    for &n in n_samples.iter().filter(|&&n| n > 0) {
+        *hist.entry(n).or_default() += 1;
+    }
+    let mode = hist.iter().max_by_key(|(_, &c)| c).map(|(&n, _)| n);
+    assert!(
+        matches!(mode, Some(8..=10)),
+        "FCS's N sampled every 10 ms: {hist:?}, expected mostly 8 (the data flows)\n{aqm}"
+    );
+    // The largest count of any one 312.5 µs period also takes in whatever
+    // other IP packets of the hosts reach the port at that moment (the
+    // control connections, any other 5-tuple): at least the 8 data flows,
+    // and not far above them (a CI run once saw 13).
     let max_flows = aqm["counters"]["max_flows"].as_u64().unwrap();
     assert!(
-        (8..=12).contains(&max_flows),
-        "FCS counted at most {max_flows} flows, expected 8–10\n{aqm}"
+        (8..=16).contains(&max_flows),
+        "FCS counted at most {max_flows} flows in a period, expected 8–16\n{aqm}"
     );
     assert!(aqm["flows"]["periods"].as_u64().unwrap() > 1000, "{aqm}");
     // QLA: T_QLA = 1.25 ms over ≥ 8 s: thousands of trials, one decision per four.
@@ -112,21 +141,9 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         live.contains("pred: N = "),
         "stats lacks PRED's line:\n{live}"
     );
-    let gauges = std::fs::read_to_string(&ts_port).unwrap_or_default();
-    let _ = std::fs::remove_file(&ts_s);
-    let _ = std::fs::remove_file(&ts_port);
-    let n_max = gauges
-        .lines()
-        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f.get(1) == Some(&"2") && f.get(2) == Some(&"pred_n_flows"))
-                .then(|| f[3].parse::<f64>().ok())
-                .flatten()
-        })
-        .fold(0.0, f64::max);
+    let n_max = n_samples.iter().copied().max().unwrap_or(0);
     assert!(
-        n_max >= 8.0,
+        n_max >= 8,
         "time series: pred_n_flows of port 2 peaked at {n_max}"
     );
     assert!(gauges.contains(",2,pred_slope,"), "no pred_slope gauge");
