@@ -73,6 +73,9 @@ fn diffecn_lines(p: &Value) -> String {
     out
 }
 
+/// What to do about a NOT FAITHFUL verdict, printed under its reasons.
+pub const FIDELITY_HINT: &str = "  what to do: run at a lower --rate (`softswitch-exp calibrate SCENARIO` finds the highest rate this machine holds) and keep builds and other load off the machine while it runs; the limits are --max-lost, --max-stall and --max-stalled\n";
+
 /// Renders a snapshot (see `dataplane::snapshot`) as a table.
 pub fn render(snap: &Value) -> String {
     let mut out = String::new();
@@ -247,6 +250,7 @@ pub fn render(snap: &Value) -> String {
             for r in v["reasons"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
                 out.push_str(&format!("  - {}\n", r.as_str().unwrap_or("?")));
             }
+            out.push_str(FIDELITY_HINT);
         }
     }
     if let Some(m) = snap.get("umem") {
@@ -353,6 +357,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("fidelity: NOT FAITHFUL"), "{t}");
+        assert!(t.contains("  what to do: run at a lower --rate"), "{t}");
         assert!(!t.contains("diffecn") && !t.contains("flows:"), "{t}");
         snap["ports"][0]["classifier"] = serde_json::json!({"kind": "flow", "counters": {
             "new_to_empty": 5, "new_to_temp": 2, "new_to_shortest": 0, "moved_probe": 1,
