@@ -527,12 +527,8 @@ impl Scenario {
             check_duration("topology.rto_min", r)?;
         }
         if let Some(w) = t.initcwnd {
-            if !(1..=crate::topo::MAX_INITCWND).contains(&w) {
-                return bad(format!(
-                    "topology.initcwnd = {w} — give 1..={} segments (the kernel's default is 10)",
-                    crate::topo::MAX_INITCWND
-                ));
-            }
+            crate::topo::check_initcwnd(w)
+                .map_err(|e| ScenarioError::Invalid(format!("topology.{e}")))?;
         }
         for (host, d) in &t.delay {
             self.host_key(host)?;

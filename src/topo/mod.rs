@@ -57,6 +57,17 @@ pub const MIN_MTU: u32 = 68;
 /// connection's window clamp; beyond this it is surely a typo).
 pub const MAX_INITCWND: u32 = 1024;
 
+/// Checks an `initcwnd` (segments); the error names the range.
+pub fn check_initcwnd(w: u32) -> Result<(), String> {
+    if (1..=MAX_INITCWND).contains(&w) {
+        Ok(())
+    } else {
+        Err(format!(
+            "initcwnd {w} is outside 1..={MAX_INITCWND} segments (the kernel's default is 10)"
+        ))
+    }
+}
+
 /// Congestion control of the hosts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum CongestionControl {
@@ -181,11 +192,7 @@ impl TopoConfig {
             }
         }
         if let Some(w) = self.initcwnd {
-            if !(1..=MAX_INITCWND).contains(&w) {
-                return invalid(format!(
-                    "initcwnd {w} is outside 1..={MAX_INITCWND} segments (the kernel's default is 10)"
-                ));
-            }
+            check_initcwnd(w).map_err(TopoError::InvalidConfig)?;
         }
         if self.cc == CongestionControl::Dctcp && !self.ecn {
             return invalid("DCTCP needs ECN: set ecn = true or choose another cc".into());
