@@ -90,6 +90,7 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         c.hosts = 2;
         c.rto_min = Some(Duration::from_millis(5));
         c.initcwnd = Some(4);
+        c.gso_segs = Some(1);
     });
     let prefix = t.prefix.clone();
     assert!(
@@ -116,6 +117,8 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         "{route}"
     );
     assert!(route.contains("initcwnd 4"), "{route}");
+    let link = run_ok(&mut t.hosts[0].exec(&["ip", "-d", "link", "show", "eth0"]));
+    assert!(link.contains("gso_max_segs 1 "), "{link}");
 
     t.bridge_all();
     ping(&t.hosts[0], t.hosts[1].ip);

@@ -93,6 +93,9 @@ pub struct TopoUpArgs {
     /// Initial congestion window of the hosts' connections, segments (`initcwnd N` on their route; default: kernel's 10). R-AQM's ns-3 hosts start from 1.
     #[arg(long, value_name = "SEGMENTS")]
     pub initcwnd: Option<u32>,
+    /// Most segments the hosts' TCP sends as one GSO packet (`gso_max_segs` of their veth; default: kernel's). Linux sends ~1 ms of data per packet as one burst; 1 sends segment by segment, ACK-clocked like a simulator's hosts.
+    #[arg(long, value_name = "SEGMENTS")]
+    pub gso_segs: Option<u32>,
 }
 
 /// Settings of the switch itself.

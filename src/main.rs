@@ -91,6 +91,7 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         rto_min,
         quickack: a.quickack,
         initcwnd: a.initcwnd,
+        gso_segs: a.gso_segs,
         ..topo::TopoConfig::default()
     };
     let t = topo::up(&cfg)?;

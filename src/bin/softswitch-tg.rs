@@ -55,6 +55,9 @@ enum Cmd {
         /// Exit after this long (e.g. 60s), open connections included; default: run until SIGINT/SIGTERM, then print the counters and exit 0.
         #[arg(long)]
         timeout: Option<String>,
+        /// Kernel TCP pacing on every connection (SO_MAX_PACING_RATE): segments spaced at 1.2 × cwnd/srtt instead of line-rate bursts, as a simulator's or an fq host's sender; default off (plain Linux sender).
+        #[arg(long)]
+        tcp_pacing: bool,
     },
     /// Poisson arrivals of flows with sizes from a CDF file, at a target load.
     Client {
@@ -258,15 +261,17 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             port,
             bind,
             timeout,
+            tcp_pacing,
         } => {
             let until = match timeout {
                 Some(t) => Some(Instant::now() + duration(&t)?),
                 None => None,
             };
-            let server = Server::bind(SocketAddr::new(bind, port))?;
+            let server = Server::bind(SocketAddr::new(bind, port))?.tcp_pacing(tcp_pacing);
             eprintln!(
-                "softswitch-tg server: listening on {}{}",
+                "softswitch-tg server: listening on {}{}{}",
                 server.local_addr(),
+                if tcp_pacing { ", TCP pacing on" } else { "" },
                 if until.is_some() {
                     ""
                 } else {

@@ -312,6 +312,7 @@ fn run_inner(
             .map_err(|e| anyhow!("topology.rto_min: {e}"))?,
         quickack: sc.topology.quickack,
         initcwnd: sc.topology.initcwnd,
+        gso_segs: sc.topology.gso_segs,
         cc: sc
             .topology
             .cc
@@ -355,6 +356,9 @@ fn run_inner(
         let mut c = host.exec(&[]);
         c.arg(&opts.tg_bin)
             .args(["server", "--port", &SERVER_PORT.to_string()]);
+        if sc.topology.tcp_pacing {
+            c.arg("--tcp-pacing");
+        }
         servers.push(Proc::spawn(
             &format!("server on {}", host.name),
             c,

@@ -142,6 +142,16 @@ pub struct TopologySpec {
     /// their route; default: the kernel's 10). R-AQM's ns-3 hosts use 1.
     #[serde(default)]
     pub initcwnd: Option<u32>,
+    /// Most segments per GSO packet on the hosts' veths (`topo up
+    /// --gso-segs`); 1 = segment-by-segment, ACK-clocked senders as in a
+    /// simulator, instead of Linux's ~1 ms bursts. Default: the kernel's.
+    #[serde(default)]
+    pub gso_segs: Option<u32>,
+    /// The senders pace with the kernel's TCP pacing (`softswitch-tg server
+    /// --tcp-pacing`: 1.2 × cwnd / srtt, no line-rate bursts), as a
+    /// simulator's hosts send. Default false (plain Linux senders).
+    #[serde(default)]
+    pub tcp_pacing: bool,
     /// Extra one-way delay on the switch port towards a host, e.g.
     /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
     #[serde(default)]
@@ -528,6 +538,10 @@ impl Scenario {
         }
         if let Some(w) = t.initcwnd {
             crate::topo::check_initcwnd(w)
+                .map_err(|e| ScenarioError::Invalid(format!("topology.{e}")))?;
+        }
+        if let Some(n) = t.gso_segs {
+            crate::topo::check_gso_segs(n)
                 .map_err(|e| ScenarioError::Invalid(format!("topology.{e}")))?;
         }
         for (host, d) in &t.delay {
@@ -1066,6 +1080,17 @@ mod tests {
     }
 
     #[test]
+    fn host_sender_options_parse_and_default_off() {
+        let s = parse(WORKLOAD).unwrap();
+        assert_eq!(s.topology.gso_segs, None);
+        assert!(!s.topology.tcp_pacing);
+        let s = parse(&WORKLOAD.replace("hosts = 4", "hosts = 4\ngso_segs = 1\ntcp_pacing = true"))
+            .unwrap();
+        assert_eq!(s.topology.gso_segs, Some(1));
+        assert!(s.topology.tcp_pacing);
+    }
+
+    #[test]
     fn empty_sweeps_are_rejected() {
         let e = err(&WORKLOAD.replace("aqm = [\"dctcp\", \"tcn\"]", "aqm = []"));
         assert!(e.contains("switch.aqm is empty"), "{e}");
@@ -1138,6 +1163,10 @@ mod tests {
             (
                 WORKLOAD.replace("dscp = \"0,1,2,3\"", "dscp = \"0,99\""),
                 "traffic.dscp",
+            ),
+            (
+                WORKLOAD.replace("hosts = 4", "hosts = 4\ngso_segs = 0"),
+                "topology.gso_segs 0 is outside 1..=65535",
             ),
         ];
         for (text, want) in cases {

@@ -57,6 +57,20 @@ pub const MIN_MTU: u32 = 68;
 /// connection's window clamp; beyond this it is surely a typo).
 pub const MAX_INITCWND: u32 = 1024;
 
+/// Largest `gso_max_segs` the kernel accepts on a device (`GSO_MAX_SEGS`).
+pub const MAX_GSO_SEGS: u32 = 65535;
+
+/// Checks a `gso_max_segs` (segments); the error names the range.
+pub fn check_gso_segs(n: u32) -> Result<(), String> {
+    if (1..=MAX_GSO_SEGS).contains(&n) {
+        Ok(())
+    } else {
+        Err(format!(
+            "gso_segs {n} is outside 1..={MAX_GSO_SEGS} segments (1 = every segment sent on its own)"
+        ))
+    }
+}
+
 /// Checks an `initcwnd` (segments); the error names the range.
 pub fn check_initcwnd(w: u32) -> Result<(), String> {
     if (1..=MAX_INITCWND).contains(&w) {
@@ -131,6 +145,15 @@ pub struct TopoConfig {
     /// `None` keeps the kernel's 10. R-AQM's ns-3 hosts start from 1
     /// segment (ns-3's `TcpSocket::InitialCwnd` default before ns-3.36).
     pub initcwnd: Option<u32>,
+    /// `gso_max_segs N` on each host's veth: the most segments the hosts'
+    /// TCP puts in one GSO packet. Linux TCP always builds GSO packets
+    /// (even with `gso off`), sized to about 1 ms of data at its pacing
+    /// rate (`tcp_tso_autosize`), and the software segmentation sends each
+    /// as a back-to-back burst — with SO_MAX_PACING_RATE too, since pacing
+    /// spaces packets, not segments. `Some(1)` makes every segment its own
+    /// packet, so a sender is ACK-clocked segment by segment as a
+    /// simulator's hosts are; `None` keeps the kernel's default.
+    pub gso_segs: Option<u32>,
 }
 
 impl Default for TopoConfig {
@@ -145,6 +168,7 @@ impl Default for TopoConfig {
             rto_min: None,
             quickack: false,
             initcwnd: None,
+            gso_segs: None,
         }
     }
 }
@@ -193,6 +217,9 @@ impl TopoConfig {
         }
         if let Some(w) = self.initcwnd {
             check_initcwnd(w).map_err(TopoError::InvalidConfig)?;
+        }
+        if let Some(n) = self.gso_segs {
+            check_gso_segs(n).map_err(TopoError::InvalidConfig)?;
         }
         if self.cc == CongestionControl::Dctcp && !self.ecn {
             return invalid("DCTCP needs ECN: set ecn = true or choose another cc".into());
@@ -566,6 +593,21 @@ fn build_host(
         ]),
         "tx checksum offload must be off on the host veth, else TCP breaks through the switch",
     )?;
+    if let Some(n) = cfg.gso_segs {
+        cmd::run(
+            ip_cmd().args([
+                "-n",
+                &ns,
+                "link",
+                "set",
+                "dev",
+                host_if,
+                "gso_max_segs",
+                &n.to_string(),
+            ]),
+            "gso_max_segs needs iproute2 ≥ 4.4 and a kernel that lets it change on a live device",
+        )?;
+    }
     cmd::run(
         cmd::command(TC).args([
             "-n", &ns, "qdisc", "replace", "dev", host_if, "root", "pfifo", "limit", "1000",
@@ -854,6 +896,14 @@ mod tests {
                 initcwnd: Some(MAX_INITCWND + 1),
                 ..cfg()
             },
+            TopoConfig {
+                gso_segs: Some(0),
+                ..cfg()
+            },
+            TopoConfig {
+                gso_segs: Some(MAX_GSO_SEGS + 1),
+                ..cfg()
+            },
         ];
         for c in bad {
             assert!(
@@ -891,6 +941,14 @@ mod tests {
             },
             TopoConfig {
                 initcwnd: Some(MAX_INITCWND),
+                ..cfg()
+            },
+            TopoConfig {
+                gso_segs: Some(1),
+                ..cfg()
+            },
+            TopoConfig {
+                gso_segs: Some(MAX_GSO_SEGS),
                 ..cfg()
             },
             TopoConfig {

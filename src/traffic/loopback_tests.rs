@@ -213,6 +213,37 @@ fn paced_long_flow_holds_its_rate() {
 }
 
 #[test]
+fn server_with_tcp_pacing_serves_every_byte() {
+    // The kernel paces each accepted socket (SO_MAX_PACING_RATE set); the
+    // cap does not bind, so a sized flow completes as an unpaced one would.
+    let s = Server::bind("127.0.0.1:0".parse().unwrap())
+        .unwrap()
+        .quiet()
+        .tcp_pacing(true);
+    let server = TestServer {
+        addr: s.local_addr(),
+        stats: s.stats(),
+        stop: s.stop_flag(),
+    };
+    thread::spawn(move || s.run(None, None));
+    let rep = long::run(&LongConfig {
+        server: server.addr,
+        duration: Duration::from_millis(3000),
+        dscp: 0,
+        rate_bps: 0,
+        sample: Duration::from_millis(100),
+        delay: Duration::ZERO,
+        size: Some(4_000_000),
+    })
+    .unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.total_bytes, 4_000_000);
+    assert!(rep.fct_us.is_some());
+    assert_eq!(server.stats.errors.load(Ordering::Relaxed), 0);
+    assert_eq!(server.stats.connections.load(Ordering::Relaxed), 1);
+}
+
+#[test]
 fn delayed_sized_long_flow_starts_late_and_records_its_fct() {
     // 2.5 MB paced at 100 Mbit/s from 300 ms: ≈ 200 ms on the wire, done by ≈ 500 ms.
     let server = TestServer::start();

@@ -10,6 +10,14 @@
 //! chunk k is not written before `start + k·chunk·8 / rate`. TCP's own
 //! window still applies, so a paced flow never exceeds its rate but may fall
 //! below it when the network is congested.
+//!
+//! **TCP pacing** ([`Server::tcp_pacing`], `softswitch-tg server
+//! --tcp-pacing`) is the kernel's, not the application's: every accepted
+//! socket gets `SO_MAX_PACING_RATE` ([`sock::enable_tcp_pacing`]), so TCP
+//! spaces the segments an ACK releases at 1.2 × cwnd / srtt instead of
+//! sending them back to back — the smooth, ACK-clocked sender of a
+//! simulator (or of a host behind `fq`), where an unpaced Linux sender
+//! answers a batch of ACKs with a line-rate burst. Off by default.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -53,6 +61,7 @@ pub struct Server {
     stats: Arc<ServerStats>,
     stop: Arc<AtomicBool>,
     quiet: bool,
+    tcp_pacing: bool,
 }
 
 impl Server {
@@ -64,12 +73,19 @@ impl Server {
             stats: Arc::default(),
             stop: Arc::default(),
             quiet: false,
+            tcp_pacing: false,
         })
     }
 
     /// Don't log per-connection errors to stderr (tests).
     pub fn quiet(mut self) -> Self {
         self.quiet = true;
+        self
+    }
+
+    /// Turn on the kernel's TCP pacing on every connection (module docs).
+    pub fn tcp_pacing(mut self, on: bool) -> Self {
+        self.tcp_pacing = on;
         self
     }
 
@@ -126,11 +142,12 @@ impl Server {
             self.stats.connections.fetch_add(1, Ordering::Relaxed);
             let stats = self.stats.clone();
             let quiet = self.quiet;
+            let tcp_pacing = self.tcp_pacing;
             let spawned = thread::Builder::new()
                 .name(format!("tg-srv-{peer}"))
                 .stack_size(256 * 1024)
                 .spawn(move || {
-                    if let Err(e) = serve_connection(stream, &stats) {
+                    if let Err(e) = serve_connection(stream, &stats, tcp_pacing) {
                         stats.errors.fetch_add(1, Ordering::Relaxed);
                         if !quiet {
                             eprintln!("softswitch-tg server: connection from {peer} closed: {e}");
@@ -152,11 +169,18 @@ fn is_transient_accept_error(e: &io::Error) -> bool {
 }
 
 /// Answers requests on one connection until the client closes it.
-fn serve_connection(mut stream: TcpStream, stats: &ServerStats) -> io::Result<()> {
+fn serve_connection(
+    mut stream: TcpStream,
+    stats: &ServerStats,
+    tcp_pacing: bool,
+) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     // The last segment of a response must not wait for an ACK (Nagle +
     // delayed ACK would add up to 40 ms to small flows' FCT).
     stream.set_nodelay(true)?;
+    if tcp_pacing {
+        sock::enable_tcp_pacing(&stream)?;
+    }
     let mut dscp_now: Option<u8> = None;
     let mut hdr = [0u8; HEADER_LEN];
     loop {

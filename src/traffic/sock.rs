@@ -1,7 +1,8 @@
-//! The few system calls std does not offer: IP_TOS (DSCP per flow), a
-//! bounded wait for readability, the thread's timer slack, and a SIGINT /
-//! SIGTERM flag for the server — all through `nix` and `signal-hook`'s safe
-//! wrappers, so the traffic generator has no `unsafe`.
+//! The few system calls std does not offer: IP_TOS (DSCP per flow),
+//! SO_MAX_PACING_RATE (the kernel's own TCP pacing), a bounded wait for
+//! readability, the thread's timer slack, and a SIGINT / SIGTERM flag for
+//! the server — all through `nix` and `signal-hook`'s safe wrappers, so the
+//! traffic generator has no `unsafe`.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -23,6 +24,46 @@ pub fn set_dscp(stream: &TcpStream, dscp: u8) -> io::Result<()> {
         SocketAddr::V6(_) => setsockopt(stream, sockopt::Ipv6TClass, &tos)?,
     }
     Ok(())
+}
+
+/// `SO_MAX_PACING_RATE` (bytes per second, 64 bits on 64-bit kernels),
+/// which nix does not define; its own macros give it nix's safe accessors.
+#[derive(Clone, Copy, Debug)]
+pub struct MaxPacingRate;
+nix::setsockopt_impl!(
+    MaxPacingRate,
+    libc::SOL_SOCKET,
+    libc::SO_MAX_PACING_RATE,
+    u64,
+    nix::sys::socket::sockopt::SetStruct<u64>
+);
+nix::getsockopt_impl!(
+    MaxPacingRate,
+    libc::SOL_SOCKET,
+    libc::SO_MAX_PACING_RATE,
+    u64,
+    nix::sys::socket::sockopt::GetStruct<u64>
+);
+
+/// The cap [`enable_tcp_pacing`] sets: 100 Gbit/s in bytes per second, far
+/// above any rate softswitch emulates, so only TCP's own rate applies.
+pub const TCP_PACING_CAP_BYTES: u64 = 100_000_000_000 / 8;
+
+/// Turns on the kernel's internal TCP pacing for this socket (Linux ≥ 4.13,
+/// no `fq` qdisc needed): setting `SO_MAX_PACING_RATE` to anything but ~0
+/// marks the socket as needing pacing, and TCP then spaces its segments at
+/// `sk_pacing_rate` = cwnd / srtt × `net.ipv4.tcp_pacing_ss_ratio` (200 %)
+/// in slow start or × `tcp_pacing_ca_ratio` (120 %) after it, instead of
+/// sending every segment an ACK releases back to back. The cap is
+/// [`TCP_PACING_CAP_BYTES`], so it never binds.
+pub fn enable_tcp_pacing(stream: &TcpStream) -> io::Result<()> {
+    setsockopt(stream, MaxPacingRate, &TCP_PACING_CAP_BYTES)?;
+    Ok(())
+}
+
+/// Reads back `SO_MAX_PACING_RATE` (bytes per second; `u64::MAX` = off).
+pub fn max_pacing_rate(stream: &TcpStream) -> io::Result<u64> {
+    Ok(getsockopt(stream, MaxPacingRate)?)
 }
 
 /// Reads back the ToS byte (for tests and checks).
@@ -81,6 +122,16 @@ mod tests {
         assert_eq!(get_tos(&s).unwrap(), 46 << 2);
         set_dscp(&s, 0).unwrap();
         assert_eq!(get_tos(&s).unwrap(), 0);
+    }
+
+    #[test]
+    fn tcp_pacing_sets_the_cap_where_the_default_is_off() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        // Unset, the kernel reports ~0: no pacing asked for.
+        assert_eq!(max_pacing_rate(&s).unwrap(), u64::MAX);
+        enable_tcp_pacing(&s).unwrap();
+        assert_eq!(max_pacing_rate(&s).unwrap(), TCP_PACING_CAP_BYTES);
     }
 
     #[test]
