@@ -165,6 +165,15 @@ fn command_line_errors_name_the_option() {
         &["100us"],
     );
     refused(&[], &["--ports"]);
+    // Host options are checked before root or any namespace is needed.
+    refused(
+        &["topo", "up", "--hosts", "2", "--gso-segs", "0"],
+        &["gso_segs 0", "1..=65535"],
+    );
+    refused(
+        &["topo", "up", "--hosts", "2", "--initcwnd", "0"],
+        &["initcwnd 0", "1..=1024"],
+    );
 }
 
 #[test]

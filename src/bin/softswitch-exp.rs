@@ -40,6 +40,11 @@ enum Cmd {
         /// (recorded in manifest.json and summary.json).
         #[arg(long)]
         rate: Option<String>,
+        /// Hosts send at most this many segments per GSO packet, overriding
+        /// `[topology] gso_segs` (1 = segment by segment, ACK-clocked like a
+        /// simulator's hosts; recorded in manifest.json's scenario).
+        #[arg(long, value_name = "SEGMENTS")]
+        gso_segs: Option<u32>,
     },
     /// Find the highest rate at which this machine runs the scenario's
     /// heaviest point faithfully (the fidelity guard passes, static flows
@@ -191,8 +196,16 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             quick,
             no_progress,
             rate,
+            gso_segs,
         } => {
             let mut sc = load(&scenario)?;
+            if let Some(n) = gso_segs {
+                softswitch::topo::check_gso_segs(n).map_err(|e| {
+                    eprintln!("softswitch-exp: --gso-segs: {e}");
+                    ExitCode::from(2)
+                })?;
+                sc.topology.gso_segs = Some(n);
+            }
             need_root("run")?;
             let name = sc.name_or(&scenario);
             let out =
