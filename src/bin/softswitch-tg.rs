@@ -55,7 +55,7 @@ enum Cmd {
         /// Exit after this long (e.g. 60s), open connections included; default: run until SIGINT/SIGTERM, then print the counters and exit 0.
         #[arg(long)]
         timeout: Option<String>,
-        /// Kernel TCP pacing on every connection (SO_MAX_PACING_RATE): segments spaced at 1.2 × cwnd/srtt instead of line-rate bursts, as a simulator's or an fq host's sender; default off (plain Linux sender).
+        /// Kernel TCP pacing on every connection (SO_MAX_PACING_RATE): packets spaced at 1.2 × cwnd/srtt, as an fq host's sender. It spaces GSO packets (≈ 1 ms of data each), not segments: add `topo up --gso-segs 1` for segment-by-segment pacing. Default off (plain Linux sender).
         #[arg(long)]
         tcp_pacing: bool,
     },

@@ -148,8 +148,9 @@ pub struct TopologySpec {
     #[serde(default)]
     pub gso_segs: Option<u32>,
     /// The senders pace with the kernel's TCP pacing (`softswitch-tg server
-    /// --tcp-pacing`: 1.2 × cwnd / srtt, no line-rate bursts), as a
-    /// simulator's hosts send. Default false (plain Linux senders).
+    /// --tcp-pacing`: 1.2 × cwnd / srtt), as hosts behind `fq` do. It
+    /// spaces GSO packets; with `gso_segs = 1` it spaces segments. Default
+    /// false (plain Linux senders).
     #[serde(default)]
     pub tcp_pacing: bool,
     /// Extra one-way delay on the switch port towards a host, e.g.

@@ -14,10 +14,11 @@
 //! **TCP pacing** ([`Server::tcp_pacing`], `softswitch-tg server
 //! --tcp-pacing`) is the kernel's, not the application's: every accepted
 //! socket gets `SO_MAX_PACING_RATE` ([`sock::enable_tcp_pacing`]), so TCP
-//! spaces the segments an ACK releases at 1.2 × cwnd / srtt instead of
-//! sending them back to back — the smooth, ACK-clocked sender of a
-//! simulator (or of a host behind `fq`), where an unpaced Linux sender
-//! answers a batch of ACKs with a line-rate burst. Off by default.
+//! spaces what it sends at 1.2 × cwnd / srtt, as a host behind `fq` does.
+//! It spaces GSO packets, which Linux sizes to about 1 ms of data, not
+//! their segments: for a segment-by-segment sender the hosts also need
+//! `gso_max_segs 1` (`topo up --gso-segs 1`; measured in scenarios/README.md,
+//! "Why DiffECN under-filled"). Off by default.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -51,11 +51,12 @@ pub const TCP_PACING_CAP_BYTES: u64 = 100_000_000_000 / 8;
 
 /// Turns on the kernel's internal TCP pacing for this socket (Linux ≥ 4.13,
 /// no `fq` qdisc needed): setting `SO_MAX_PACING_RATE` to anything but ~0
-/// marks the socket as needing pacing, and TCP then spaces its segments at
+/// marks the socket as needing pacing, and TCP then spaces its packets at
 /// `sk_pacing_rate` = cwnd / srtt × `net.ipv4.tcp_pacing_ss_ratio` (200 %)
-/// in slow start or × `tcp_pacing_ca_ratio` (120 %) after it, instead of
-/// sending every segment an ACK releases back to back. The cap is
-/// [`TCP_PACING_CAP_BYTES`], so it never binds.
+/// in slow start or × `tcp_pacing_ca_ratio` (120 %) after it. A packet is
+/// a GSO packet of up to ~1 ms of data unless the device's
+/// `gso_max_segs` is 1. The cap is [`TCP_PACING_CAP_BYTES`], so it never
+/// binds.
 pub fn enable_tcp_pacing(stream: &TcpStream) -> io::Result<()> {
     setsockopt(stream, MaxPacingRate, &TCP_PACING_CAP_BYTES)?;
     Ok(())
