@@ -62,23 +62,25 @@ pub const MAX_GSO_SEGS: u32 = 65535;
 
 /// Checks a `gso_max_segs` (segments); the error names the range.
 pub fn check_gso_segs(n: u32) -> Result<(), String> {
-    if (1..=MAX_GSO_SEGS).contains(&n) {
-        Ok(())
-    } else {
-        Err(format!(
-            "gso_segs {n} is outside 1..={MAX_GSO_SEGS} segments (1 = every segment sent on its own)"
-        ))
-    }
+    check_segments(
+        "gso_segs",
+        n,
+        MAX_GSO_SEGS,
+        "1 = every segment sent on its own",
+    )
 }
 
 /// Checks an `initcwnd` (segments); the error names the range.
 pub fn check_initcwnd(w: u32) -> Result<(), String> {
-    if (1..=MAX_INITCWND).contains(&w) {
+    check_segments("initcwnd", w, MAX_INITCWND, "the kernel's default is 10")
+}
+
+/// `n` in `1..=max` segments, else an error naming `key`, the range and `hint`.
+fn check_segments(key: &str, n: u32, max: u32, hint: &str) -> Result<(), String> {
+    if (1..=max).contains(&n) {
         Ok(())
     } else {
-        Err(format!(
-            "initcwnd {w} is outside 1..={MAX_INITCWND} segments (the kernel's default is 10)"
-        ))
+        Err(format!("{key} {n} is outside 1..={max} segments ({hint})"))
     }
 }
 

@@ -28,9 +28,15 @@ struct TestServer {
 
 impl TestServer {
     fn start() -> Self {
-        let s = Server::bind("127.0.0.1:0".parse().unwrap())
-            .unwrap()
-            .quiet();
+        Self::serve(
+            Server::bind("127.0.0.1:0".parse().unwrap())
+                .unwrap()
+                .quiet(),
+        )
+    }
+
+    /// Runs `s` (bound, configured) on its own thread.
+    fn serve(s: Server) -> Self {
         let t = TestServer {
             addr: s.local_addr(),
             stats: s.stats(),
@@ -216,16 +222,12 @@ fn paced_long_flow_holds_its_rate() {
 fn server_with_tcp_pacing_serves_every_byte() {
     // The kernel paces each accepted socket (SO_MAX_PACING_RATE set); the
     // cap does not bind, so a sized flow completes as an unpaced one would.
-    let s = Server::bind("127.0.0.1:0".parse().unwrap())
-        .unwrap()
-        .quiet()
-        .tcp_pacing(true);
-    let server = TestServer {
-        addr: s.local_addr(),
-        stats: s.stats(),
-        stop: s.stop_flag(),
-    };
-    thread::spawn(move || s.run(None, None));
+    let server = TestServer::serve(
+        Server::bind("127.0.0.1:0".parse().unwrap())
+            .unwrap()
+            .quiet()
+            .tcp_pacing(true),
+    );
     let rep = long::run(&LongConfig {
         server: server.addr,
         duration: Duration::from_millis(3000),
