@@ -620,17 +620,27 @@ fn fidelity_guard_flags_a_starved_data_path() {
         j["ports"]
     );
 
-    // Idle: the same run without the hog is faithful (retried only when
-    // other load on the machine starved the switch).
-    let (j, cpu) = measure(
-        name,
-        3,
-        || guarded_run(false),
-        |j| j["fidelity"]["faithful"] == true,
-    );
-    assert_eq!(
-        j["fidelity"]["faithful"], true,
-        "an unloaded run failed the guard: {}; {cpu}",
-        j["fidelity"]
+    // Idle: the same run without the hog is faithful. Tried up to 3 times
+    // whatever the cause of a failure: on this kind of VM an unloaded run
+    // can really stall (a CI run saw one 8.3 ms stall while the switch's
+    // thread "ran 100 %, waited 0 %", so the guest's scheduler could not
+    // tell why) and the guard is right to flag it. What this half tests is
+    // that the guard does not flag an unloaded run *as a rule*: three
+    // flagged runs in a row fail.
+    let mut seen = Vec::new();
+    for attempt in 1..=3 {
+        let (j, cpu) = guarded_run(false);
+        if j["fidelity"]["faithful"] == true {
+            return;
+        }
+        eprintln!(
+            "{name}: unloaded attempt {attempt} failed the guard: {}; loop {}; {cpu}",
+            j["fidelity"], j["loop"]
+        );
+        seen.push(format!("{} ({cpu})", j["fidelity"]["reasons"]));
+    }
+    panic!(
+        "three unloaded runs in a row failed the guard:\n{}",
+        seen.join("\n")
     );
 }
