@@ -96,7 +96,7 @@ fn bench_snapshot(c: &mut Criterion) {
         std::sync::Arc::from(vec!["a".to_string(), "b".into(), "c".into()]);
     let mut passes = PassIntervals::default();
     for i in 0..100_000u64 {
-        passes.record(1_000 + i % 50_000, true);
+        passes.record(1_000 + i % 50_000, true, Default::default());
     }
     let now = 1_000_000_000;
     let mut g = c.benchmark_group("snapshot");

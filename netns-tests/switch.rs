@@ -601,6 +601,12 @@ fn fidelity_guard_flags_a_starved_data_path() {
         reasons.contains("stall"),
         "no stall among the reasons: {reasons}"
     );
+    // The hog takes the switch's CPU away from its thread, which waits for
+    // it: the guard must say so, not blame the hosts' stacks.
+    assert!(
+        reasons.contains("at once") && reasons.contains("of it waiting for a CPU"),
+        "the hog's stall is not put down to waiting for a CPU: {reasons}"
+    );
     let max_stall_us = j["loop"]["max_stall_us"]
         .as_f64()
         .unwrap_or_else(|| panic!("no loop.max_stall_us in {}", j["loop"]));

@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::aqm::AqmKind;
 use crate::bridge::BridgeConfig;
 use crate::config::Settings;
-use crate::fidelity::{self, LoopStalls, Thresholds};
+use crate::fidelity::{self, LoopStalls, StallTime, Thresholds};
 use crate::packet::Packet;
 use crate::preflight::{self, LinkState, SysPaths};
 use crate::stats::{Published, StatsServer};
@@ -55,12 +55,24 @@ const LINK_CHECK_EVERY: Nanos = 250 * MS;
 /// waiting for the data path at its end: the pass that followed received
 /// frames, or the switch held packets. An idle switch that gave its CPU away
 /// delayed nothing.
+///
+/// Each interval also carries where the pass it covers spent its time
+/// ([`StallTime`]), so that a stall can be put down to its cause
+/// ([`crate::fidelity::stall_cause`]): inside tx kicks (the one syscall on
+/// the data path: in copy mode the kernel delivers the frames to the
+/// receiving veth there, and may run that host's stack in softirq before
+/// returning), inside a yield (the idle switch gave its CPU away), waiting
+/// for a CPU (other tasks ran on the switch's), or none of these.
 pub struct PassIntervals {
     hist: hdrhistogram::Histogram<u64>,
     over_100us: u64,
     stalls: u64,
     stalled_ns: Nanos,
     max_stall_ns: Nanos,
+    within: StallTime,
+    max_within: StallTime,
+    max_kick_ns: Nanos,
+    thread_waited_ns: Option<Nanos>,
 }
 
 impl Default for PassIntervals {
@@ -72,22 +84,40 @@ impl Default for PassIntervals {
             stalls: 0,
             stalled_ns: 0,
             max_stall_ns: 0,
+            within: StallTime::default(),
+            max_within: StallTime::default(),
+            max_kick_ns: 0,
+            thread_waited_ns: None,
         }
     }
 }
 
 impl PassIntervals {
-    /// Records one interval; `delayed_frames`: frames were waiting at its end.
-    pub fn record(&mut self, ns: Nanos, delayed_frames: bool) {
+    /// Records one interval; `delayed_frames`: frames were waiting at its
+    /// end; `spent`: where the pass it covers spent its time (each part
+    /// clamped to the interval, [`StallTime::clamped`]).
+    pub fn record(&mut self, ns: Nanos, delayed_frames: bool, spent: StallTime) {
+        let spent = spent.clamped(ns);
         self.hist.saturating_record(ns.max(1));
+        self.max_kick_ns = self.max_kick_ns.max(spent.kicks_ns);
         if ns > STALL_NS {
             self.over_100us += 1;
             if delayed_frames {
                 self.stalls += 1;
                 self.stalled_ns += ns;
-                self.max_stall_ns = self.max_stall_ns.max(ns);
+                self.within.add(spent);
+                if ns > self.max_stall_ns {
+                    self.max_stall_ns = ns;
+                    self.max_within = spent;
+                }
             }
         }
+    }
+
+    /// How long the data-path thread has waited for a CPU since the run
+    /// started (from its schedstat), for the report.
+    pub fn set_thread_waited(&mut self, ns: Nanos) {
+        self.thread_waited_ns = Some(ns);
     }
 
     /// The stalls of a run `elapsed_ns` long, for the fidelity guard.
@@ -97,6 +127,8 @@ impl PassIntervals {
             count: self.stalls,
             stalled_ns: self.stalled_ns,
             max_ns: self.max_stall_ns,
+            within: self.within,
+            max_within: self.max_within,
         }
     }
 
@@ -113,8 +145,70 @@ impl PassIntervals {
             "stalls": self.stalls,
             "stalled_ms": self.stalled_ns as f64 / 1e6,
             "max_stall_us": self.max_stall_ns as f64 / 1e3,
+            "stalled_in_kicks_ms": self.within.kicks_ns as f64 / 1e6,
+            "stalled_in_yield_ms": self.within.yield_ns as f64 / 1e6,
+            "stalled_waiting_ms": self.within.waited_ns as f64 / 1e6,
+            "max_stall_in_kicks_us": self.max_within.kicks_ns as f64 / 1e3,
+            "max_stall_in_yield_us": self.max_within.yield_ns as f64 / 1e3,
+            "max_stall_waiting_us": self.max_within.waited_ns as f64 / 1e3,
+            "max_kick_us": self.max_kick_ns as f64 / 1e3,
+            "thread_waited_ms": self.thread_waited_ns.map(|n| n as f64 / 1e6),
         })
     }
+}
+
+/// The data-path thread's time waiting for a CPU (runnable, not running),
+/// read from its `/proc/thread-self/schedstat` (second field, ns). Only on a
+/// stall and every publish, never per pass. Without the file (no
+/// CONFIG_SCHED_INFO) every reading is 0 and no total is reported.
+struct ThreadWait {
+    file: Option<std::fs::File>,
+    start: Option<Nanos>,
+    last: Nanos,
+}
+
+impl ThreadWait {
+    /// Opens the calling thread's schedstat: call it on the data-path thread.
+    fn open() -> Self {
+        let mut w = ThreadWait {
+            file: std::fs::File::open("/proc/thread-self/schedstat").ok(),
+            start: None,
+            last: 0,
+        };
+        w.start = w.read();
+        w.last = w.start.unwrap_or(0);
+        w
+    }
+
+    fn read(&mut self) -> Option<Nanos> {
+        use std::os::unix::fs::FileExt;
+        let f = self.file.as_ref()?;
+        let mut buf = [0u8; 96];
+        let n = f.read_at(&mut buf, 0).ok()?;
+        parse_schedstat_wait(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    /// Wait since the previous call (or since opening).
+    fn since_last(&mut self) -> Nanos {
+        match self.read() {
+            Some(now) => {
+                let d = now.saturating_sub(self.last);
+                self.last = now;
+                d
+            }
+            None => 0,
+        }
+    }
+
+    /// Wait since opening, as of the last reading.
+    fn total(&self) -> Option<Nanos> {
+        Some(self.last.saturating_sub(self.start?))
+    }
+}
+
+/// The wait time (ns) in a schedstat line: `run_ns wait_ns timeslices`.
+fn parse_schedstat_wait(s: &str) -> Option<Nanos> {
+    s.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// What the switch saw, at exit.
@@ -554,6 +648,9 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
     let mut links = vec![LinkState::Up; names.len()];
     let mut next_link_check = LINK_CHECK_EVERY;
     let mut last_pass = clock();
+    // Where the previous pass spent its time (kicks, yield, waiting).
+    let mut spent = StallTime::default();
+    let mut thread_wait = ThreadWait::open();
     let deadline = settings.duration_ns;
     eprintln!(
         "softswitch: forwarding between {} (Ctrl-C to stop)",
@@ -577,7 +674,13 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                 }
             }
         }
-        intervals.record(interval, held || work > 0);
+        if interval > STALL_NS && (held || work > 0) {
+            // Rare (a stall): read how long the thread waited for a CPU since
+            // the last stall or publish, at most PUBLISH_EVERY ago.
+            spent.waited_ns = thread_wait.since_last();
+        }
+        intervals.record(interval, held || work > 0, spent);
+        spent = StallTime::default();
         let now = clock();
         sw.poll(now, &mut umem, |port, pkt| {
             pending[port as usize].push_back(pkt)
@@ -605,7 +708,9 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                 }
             }
             if s.tx_pending() > 0 {
+                let t0 = clock();
                 s.flush();
+                spent.kicks_ns += clock() - t0;
                 match s.take_link_error() {
                     Some(nix::errno::Errno::ENETDOWN) => link_news = Some(port),
                     Some(nix::errno::Errno::ENXIO | nix::errno::Errno::ENODEV) => {
@@ -681,6 +786,11 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                     ));
                 }
             }
+            // The baseline for the next stall's wait, and the run's total.
+            thread_wait.since_last();
+            if let Some(total) = thread_wait.total() {
+                intervals.set_thread_waited(total);
+            }
             // Plain copies only: the stats thread builds the JSON when asked.
             let acc = umem.accounting();
             let mut captured = capture(
@@ -722,7 +832,9 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
             let due_soon = sw.next_event(now).is_some_and(|t| t <= now + 20_000)
                 || pending.iter().any(|q| !q.is_empty());
             if !due_soon && idle_passes > 64 {
+                let t = clock();
                 std::thread::yield_now();
+                spent.yield_ns += clock() - t;
             }
         } else {
             idle_passes = 0;
@@ -845,25 +957,58 @@ mod tests {
     }
 
     #[test]
+    fn schedstat_wait_is_the_second_field() {
+        assert_eq!(parse_schedstat_wait("123456789 4242 17\n"), Some(4242));
+        assert_eq!(parse_schedstat_wait("123\n"), None);
+        assert_eq!(parse_schedstat_wait(""), None);
+        // This thread's own file, where the kernel has one.
+        let mut w = ThreadWait::open();
+        if w.file.is_some() {
+            assert!(w.start.is_some(), "unparsable /proc/thread-self/schedstat");
+            std::thread::yield_now();
+            let _ = w.since_last();
+            assert!(w.total().is_some());
+        }
+    }
+
+    #[test]
     fn pass_intervals_count_stalls() {
         let mut p = PassIntervals::default();
+        let t = |kicks_ns, yield_ns, waited_ns| StallTime {
+            kicks_ns,
+            yield_ns,
+            waited_ns,
+        };
         for _ in 0..997 {
-            p.record(2_000, true);
+            p.record(2_000, true, t(1_000, 0, 0));
         }
-        p.record(150_000, true);
-        p.record(3_000_000, true);
+        p.record(150_000, true, t(100_000, 0, 0));
+        // The longest stall: 2.5 ms of its 3 ms inside tx kicks, 0.4 ms in a
+        // yield, which the thread spent waiting for a CPU.
+        p.record(3_000_000, true, t(2_500_000, 400_000, 400_000));
         // An idle switch that yielded its CPU for 5 ms delayed no frame.
-        p.record(5_000_000, false);
+        p.record(5_000_000, false, t(0, 5_000_000, 5_000_000));
+        // Times larger than their interval (clock skew, a wait read over a
+        // longer span) count as the interval, kicks first.
+        p.record(120_000, true, t(100_000, 400_000, 1_000_000));
         let r = p.report();
-        assert_eq!(r["passes"], 1000);
-        assert_eq!(r["over_100us"], 3);
-        assert_eq!(r["stalls"], 2);
+        assert_eq!(r["passes"], 1001);
+        assert_eq!(r["over_100us"], 4);
+        assert_eq!(r["stalls"], 3);
         assert!(
-            (r["stalled_ms"].as_f64().unwrap() - 3.15).abs() < 1e-9,
+            (r["stalled_ms"].as_f64().unwrap() - 3.27).abs() < 1e-9,
             "{r}"
         );
         let s = p.stalls(10 * SEC);
-        assert_eq!((s.count, s.stalled_ns, s.max_ns), (2, 3_150_000, 3_000_000));
+        assert_eq!((s.count, s.stalled_ns, s.max_ns), (3, 3_270_000, 3_000_000));
+        assert_eq!(s.within, t(2_700_000, 420_000, 520_000));
+        assert_eq!(s.max_within, t(2_500_000, 400_000, 400_000));
+        assert_eq!(r["max_kick_us"], 2500.0);
+        assert_eq!(r["max_stall_in_kicks_us"], 2500.0);
+        assert_eq!(r["max_stall_in_yield_us"], 400.0);
+        assert_eq!(r["thread_waited_ms"], serde_json::Value::Null);
+        p.set_thread_waited(7_500_000);
+        assert_eq!(p.report()["thread_waited_ms"], 7.5);
         assert!((r["p50_us"].as_f64().unwrap() - 2.0).abs() < 0.05, "{r}");
         assert!((r["max_us"].as_f64().unwrap() - 5000.0).abs() < 50.0, "{r}");
         assert!(r["p999_us"].as_f64().unwrap() >= 149.0, "{r}");

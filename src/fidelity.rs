@@ -15,6 +15,9 @@
 //!   after the previous one, their total and the longest. During a stall no
 //!   frame is received or sent on any port, whether or not a queue was
 //!   backlogged: frames wait in the kernel's rings, invisible to the AQM.
+//!   Each stall's time is split into tx kicks, yields and waiting for a CPU
+//!   ([`StallTime`]), and its reason names where most of it went
+//!   ([`stall_cause`]).
 //!
 //! [`judge`] turns them into a verdict against [`Thresholds`]; the exit
 //! report, `softswitch stats`, `--json` and `softswitch-exp` all carry it.
@@ -62,6 +65,44 @@ pub struct LoopStalls {
     pub stalled_ns: Nanos,
     /// Longest interval between passes, ns.
     pub max_ns: Nanos,
+    /// Where the stalled time went, in all.
+    pub within: StallTime,
+    /// Where the longest stall's time went.
+    pub max_within: StallTime,
+}
+
+/// Where a data-path pass (or a sum of them) spent the time that was not
+/// its own code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StallTime {
+    /// Inside tx kicks (`sendto`: the kernel delivering frames to the hosts'
+    /// veths and running their stacks in softirq on the switch's CPU), ns.
+    pub kicks_ns: Nanos,
+    /// Inside `sched_yield`: the idle switch gave its CPU away, ns.
+    pub yield_ns: Nanos,
+    /// Waiting for a CPU (runnable, not running: other tasks ran on the
+    /// switch's CPU), from the thread's schedstat; includes yields, ns.
+    pub waited_ns: Nanos,
+}
+
+impl StallTime {
+    /// Each part clamped to an interval `ns` long: kicks first, the yield
+    /// in what is left; the wait (which a yield is part of) to `ns`.
+    pub fn clamped(self, ns: Nanos) -> Self {
+        let kicks_ns = self.kicks_ns.min(ns);
+        StallTime {
+            kicks_ns,
+            yield_ns: self.yield_ns.min(ns - kicks_ns),
+            waited_ns: self.waited_ns.min(ns),
+        }
+    }
+
+    /// Adds `o` part by part.
+    pub fn add(&mut self, o: StallTime) {
+        self.kicks_ns += o.kicks_ns;
+        self.yield_ns += o.yield_ns;
+        self.waited_ns += o.waited_ns;
+    }
 }
 
 /// The guard's judgement of a run.
@@ -112,6 +153,44 @@ pub fn judged_lost_floor(th: &Thresholds) -> Nanos {
     th.max_stall_ns.max(MIN_JUDGED_LOST_NS)
 }
 
+/// Where `stalled_ns` of stalls went, for a reason, most specific first: a
+/// yield (the idle switch gave its CPU away and another task kept it),
+/// waiting for a CPU (other tasks ran on the switch's CPU: other load, or
+/// the hosts' processes), tx kicks (the kernel delivering frames to the
+/// hosts and running their stacks on the switch's CPU), and what is left:
+/// the thread on its CPU but not in its loop (interrupts, or its vCPU paused
+/// by the hypervisor, which the guest cannot see). A part is named when it
+/// is at least half the time; otherwise the larger of kicks and the rest.
+pub fn stall_cause(stalled_ns: Nanos, w: &StallTime) -> String {
+    let half = stalled_ns.div_ceil(2);
+    let rest = stalled_ns.saturating_sub(w.kicks_ns + w.waited_ns.max(w.yield_ns));
+    if w.yield_ns >= half {
+        format!(
+            "{} of it after the idle switch yielded its CPU (another task, a host's \
+             process or softirq, kept it; `--cpu` with the hosts elsewhere avoids this)",
+            human_time(w.yield_ns)
+        )
+    } else if w.waited_ns >= half {
+        format!(
+            "{} of it waiting for a CPU while other tasks ran on the switch's (other \
+             load on the machine, or the hosts' processes)",
+            human_time(w.waited_ns)
+        )
+    } else if w.kicks_ns >= rest {
+        format!(
+            "{} of it inside tx kicks (the kernel delivering frames to the hosts and \
+             running their stacks on the switch's CPU)",
+            human_time(w.kicks_ns)
+        )
+    } else {
+        format!(
+            "{} of it on its CPU but outside its loop, tx kicks and yields (interrupts, \
+             or the vCPU paused by the hypervisor)",
+            human_time(rest)
+        )
+    }
+}
+
 /// Judges a run: each port's link fidelity and the data path's stalls.
 pub fn judge(
     ports: &[(&str, LinkFidelity)],
@@ -139,9 +218,10 @@ pub fn judge(
     if let Some(s) = stalls {
         if s.max_ns > th.max_stall_ns {
             reasons.push(format!(
-                "the data path stalled for {} at once (limit {})",
+                "the data path stalled for {} at once (limit {}); {}",
                 human_time(s.max_ns),
-                human_time(th.max_stall_ns)
+                human_time(th.max_stall_ns),
+                stall_cause(s.max_ns, &s.max_within)
             ));
         }
         let share = if s.elapsed_ns == 0 {
@@ -151,10 +231,11 @@ pub fn judge(
         };
         if share > th.max_stalled {
             reasons.push(format!(
-                "the data path spent {} of the run in {} stalls over 100 us (limit {})",
+                "the data path spent {} of the run in {} stalls over 100 us (limit {}); {}",
                 pct(share),
                 s.count,
-                pct(th.max_stalled)
+                pct(th.max_stalled),
+                stall_cause(s.stalled_ns, &s.within)
             ));
         }
     }
@@ -187,6 +268,8 @@ mod tests {
                 count: 20,
                 stalled_ns: 4 * MS,
                 max_ns: 400_000,
+                within: StallTime::default(),
+                max_within: StallTime::default(),
             }),
             &Thresholds::default(),
         );
@@ -251,6 +334,16 @@ mod tests {
                 count: 3_174,
                 stalled_ns: 500 * MS,
                 max_ns: 16 * MS,
+                within: StallTime {
+                    kicks_ns: 400 * MS,
+                    yield_ns: 50 * MS,
+                    waited_ns: 60 * MS,
+                },
+                max_within: StallTime {
+                    kicks_ns: MS,
+                    yield_ns: 0,
+                    waited_ns: 0,
+                },
             }),
             &th,
         );
@@ -263,10 +356,50 @@ mod tests {
         );
         assert!(v.reasons[1].contains("3 frames"), "{}", v.reasons[1]);
         assert!(v.reasons[2].contains("16.0 ms at once"), "{}", v.reasons[2]);
+        // The longest stall was mostly outside tx kicks, the stalled time in
+        // all mostly inside them: each reason says where its time went.
+        assert!(
+            v.reasons[2].contains("15.0 ms of it on its CPU but outside its loop"),
+            "{}",
+            v.reasons[2]
+        );
         assert!(
             v.reasons[3].contains("5.0 % of the run in 3174 stalls"),
             "{}",
             v.reasons[3]
+        );
+        assert!(
+            v.reasons[3].contains("400.0 ms of it inside tx kicks"),
+            "{}",
+            v.reasons[3]
+        );
+        // A stall mostly spent after a yield is put there (a yield's time is
+        // also wait); one mostly waiting for a CPU otherwise, there.
+        let t = |kicks_ns, yield_ns, waited_ns| StallTime {
+            kicks_ns,
+            yield_ns,
+            waited_ns,
+        };
+        let yielded = stall_cause(2 * MS, &t(100_000, 1_500_000, 1_600_000));
+        assert!(
+            yielded.starts_with("1.5 ms of it after the idle switch yielded"),
+            "{yielded}"
+        );
+        let preempted = stall_cause(20 * MS, &t(9 * MS, 0, 19 * MS));
+        assert!(
+            preempted.starts_with("19.0 ms of it waiting for a CPU"),
+            "{preempted}"
+        );
+        // Neither: the larger of kicks and the unexplained rest.
+        let kicked = stall_cause(8 * MS, &t(5 * MS, 0, MS));
+        assert!(
+            kicked.starts_with("5.0 ms of it inside tx kicks"),
+            "{kicked}"
+        );
+        let paused = stall_cause(8 * MS, &t(2 * MS, 0, MS));
+        assert!(
+            paused.starts_with("5.0 ms of it on its CPU but outside"),
+            "{paused}"
         );
         // Exactly at the limit is still faithful.
         let v = judge(&[("p0", link(1000, 10_000, 0))], None, &th);

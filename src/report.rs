@@ -225,11 +225,26 @@ pub fn render(snap: &Value) -> String {
         ));
         if l.get("stalls").is_some() {
             out.push_str(&format!(
-                "  stalls while frames waited: {}, {:.1} ms in all, longest {:.1} us\n",
+                "  stalls while frames waited: {}, {:.1} ms in all ({:.1} ms inside tx kicks, \
+                 {:.1} ms after yielding, {:.1} ms waiting for a CPU), longest {:.1} us \
+                 ({:.1} us inside tx kicks, {:.1} us after yielding, {:.1} us waiting); \
+                 longest tx kick {:.1} us\n",
                 u(&l["stalls"]),
                 f("stalled_ms"),
+                f("stalled_in_kicks_ms"),
+                f("stalled_in_yield_ms"),
+                f("stalled_waiting_ms"),
                 f("max_stall_us"),
+                f("max_stall_in_kicks_us"),
+                f("max_stall_in_yield_us"),
+                f("max_stall_waiting_us"),
+                f("max_kick_us"),
             ));
+            if let Some(w) = l["thread_waited_ms"].as_f64() {
+                out.push_str(&format!(
+                    "  the data-path thread waited {w:.1} ms in all for a CPU (other tasks ran on it)\n"
+                ));
+            }
         }
         if let Some(p) = l.get("poll") {
             let g = |k: &str| p[k].as_f64().unwrap_or(0.0);
