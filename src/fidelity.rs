@@ -167,13 +167,14 @@ pub fn stall_cause(stalled_ns: Nanos, w: &StallTime) -> String {
     if w.yield_ns >= half {
         format!(
             "{} of it after the idle switch yielded its CPU (another task, a host's \
-             process or softirq, kept it; `--cpu` with the hosts elsewhere avoids this)",
+             process or a kernel thread, kept it)",
             human_time(w.yield_ns)
         )
     } else if w.waited_ns >= half {
         format!(
             "{} of it waiting for a CPU while other tasks ran on the switch's (other \
-             load on the machine, or the hosts' processes)",
+             load on the machine, or the hosts' processes; `--cpu` with the hosts' \
+             processes on other CPUs helps)",
             human_time(w.waited_ns)
         )
     } else if w.kicks_ns >= rest {
