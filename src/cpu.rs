@@ -145,6 +145,13 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A thread's or process's `schedstat` line (`run_ns wait_ns timeslices`):
+/// time on a CPU and time runnable but waiting for one, ns.
+pub fn parse_schedstat(s: &str) -> Option<(u64, u64)> {
+    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

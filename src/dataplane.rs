@@ -180,12 +180,13 @@ impl ThreadWait {
         w
     }
 
-    fn read(&mut self) -> Option<Nanos> {
+    fn read(&self) -> Option<Nanos> {
         use std::os::unix::fs::FileExt;
         let f = self.file.as_ref()?;
         let mut buf = [0u8; 96];
         let n = f.read_at(&mut buf, 0).ok()?;
-        parse_schedstat_wait(std::str::from_utf8(&buf[..n]).ok()?)
+        let (_run, wait) = crate::cpu::parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?)?;
+        Some(wait)
     }
 
     /// Wait since the previous call (or since opening).
@@ -204,11 +205,6 @@ impl ThreadWait {
     fn total(&self) -> Option<Nanos> {
         Some(self.last.saturating_sub(self.start?))
     }
-}
-
-/// The wait time (ns) in a schedstat line: `run_ns wait_ns timeslices`.
-fn parse_schedstat_wait(s: &str) -> Option<Nanos> {
-    s.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// What the switch saw, at exit.
@@ -674,12 +670,13 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
                 }
             }
         }
-        if interval > STALL_NS && (held || work > 0) {
+        let delayed = held || work > 0;
+        if interval > STALL_NS && delayed {
             // Rare (a stall): read how long the thread waited for a CPU since
             // the last stall or publish, at most PUBLISH_EVERY ago.
             spent.waited_ns = thread_wait.since_last();
         }
-        intervals.record(interval, held || work > 0, spent);
+        intervals.record(interval, delayed, spent);
         spent = StallTime::default();
         let now = clock();
         sw.poll(now, &mut umem, |port, pkt| {
@@ -957,10 +954,15 @@ mod tests {
     }
 
     #[test]
-    fn schedstat_wait_is_the_second_field() {
-        assert_eq!(parse_schedstat_wait("123456789 4242 17\n"), Some(4242));
-        assert_eq!(parse_schedstat_wait("123\n"), None);
-        assert_eq!(parse_schedstat_wait(""), None);
+    fn schedstat_is_read_run_then_wait() {
+        use crate::cpu::parse_schedstat;
+        assert_eq!(
+            parse_schedstat("123456789 4242 17\n"),
+            Some((123456789, 4242))
+        );
+        assert_eq!(parse_schedstat("123\n"), None);
+        assert_eq!(parse_schedstat("x 5 1"), None);
+        assert_eq!(parse_schedstat(""), None);
         // This thread's own file, where the kernel has one.
         let mut w = ThreadWait::open();
         if w.file.is_some() {

@@ -672,8 +672,7 @@ pub struct CpuWatch {
 /// `/proc/<pid>/schedstat`: ns on CPU, ns waiting on a run queue.
 fn schedstat(pid: u32) -> (u64, u64) {
     let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
-    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
-    (f.next().unwrap_or(0), f.next().unwrap_or(0))
+    softswitch::cpu::parse_schedstat(&s).unwrap_or((0, 0))
 }
 
 /// `some ... total=` of /proc/pressure/cpu (µs some task waited for a CPU).
