@@ -452,3 +452,36 @@ fn struct_ops_dctcp_registers_by_a_pinned_link_and_unpinning_unregisters_it() {
         sleep(Duration::from_millis(50));
     }
 }
+
+/// `down` returns only once the kernel has dropped the `bpf_dctcp` it
+/// unregistered, so an `up` right after it never picks a congestion control
+/// that is about to vanish ("sysctl net.ipv4.tcp_congestion_control=bpf_dctcp:
+/// No such file or directory", which failed the suite on fresh machines).
+/// Back-to-back cycles in one process, as the tests that build one topology
+/// after another do.
+#[test]
+fn up_right_after_down_selects_dctcp_every_time() {
+    let name = "up_right_after_down_selects_dctcp_every_time";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _serial = serial();
+    for cycle in 0..8 {
+        let t = TestTopo::new(1);
+        let cc = t.cc.clone();
+        assert!(cc == "bpf_dctcp" || cc == "dctcp", "cycle {cycle}: {cc}");
+        let t0 = std::time::Instant::now();
+        let report = t.down();
+        let took = t0.elapsed();
+        if report.unregistered.is_some() {
+            assert!(
+                !available_cc()
+                    .split_whitespace()
+                    .any(|n| n == topo::BPF_DCTCP),
+                "cycle {cycle}: down unregistered bpf_dctcp but it is still listed: {}",
+                available_cc()
+            );
+            eprintln!("{name}: cycle {cycle}: down (with unregister) took {took:?}");
+        }
+    }
+}

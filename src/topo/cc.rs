@@ -15,6 +15,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, MapType, ObjectBuilder, PrintLevel};
 
@@ -41,6 +42,14 @@ pub const RUN_DIR: &str = "/run/softswitch";
 
 /// Where the struct_ops link that registers [`BPF_DCTCP`] is pinned (bpffs).
 pub const DCTCP_LINK_PIN: &str = "/sys/fs/bpf/softswitch/bpf_dctcp_link";
+
+/// How long the kernel may take to drop a congestion control once the last
+/// reference to its struct_ops link is gone. Removing the pin does not
+/// unregister at once: the bpffs inode is freed after an RCU grace period and
+/// the link is put from a workqueue, so for a moment `bpf_dctcp` is still
+/// listed although nothing holds it (measured: a `topo up` right after a
+/// `topo down` found it listed, then could not select it).
+pub const UNREGISTER_WAIT: Duration = Duration::from_secs(5);
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
@@ -231,6 +240,27 @@ fn rename_struct_ops(open: &mut libbpf_rs::OpenObject, name: &str) -> Result<(),
     Ok(())
 }
 
+/// Waits until congestion control `name` is no longer in the kernel's
+/// available list; whether it left within `limit`.
+pub fn wait_until_unlisted(name: &str, limit: Duration) -> Result<bool, TopoError> {
+    let start = Instant::now();
+    loop {
+        if !available()?.iter().any(|n| n == name) {
+            return Ok(true);
+        }
+        if start.elapsed() >= limit {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether `bpf_dctcp` is registered through the link pinned at
+/// [`DCTCP_LINK_PIN`] (softswitch's own, live registration).
+pub fn bpf_dctcp_pinned() -> bool {
+    Path::new(DCTCP_LINK_PIN).exists()
+}
+
 /// Removes [`DCTCP_LINK_PIN`]; whether there was one.
 fn remove_pin() -> Result<bool, TopoError> {
     match fs::remove_file(DCTCP_LINK_PIN) {
@@ -251,6 +281,16 @@ fn remove_pin() -> Result<bool, TopoError> {
 /// unregistered.
 pub fn unregister_bpf_dctcp() -> Result<bool, TopoError> {
     if remove_pin()? {
+        // Return only once the kernel has dropped it, so that an `up` that
+        // follows never picks a `bpf_dctcp` that is about to vanish.
+        if !wait_until_unlisted(BPF_DCTCP, UNREGISTER_WAIT)? {
+            return Err(unavailable(format!(
+                "`{BPF_DCTCP}` is still registered {} s after its link's pin at \
+                 {DCTCP_LINK_PIN} was removed: another process holds the link open \
+                 (`bpftool link show` names it); stop that process",
+                UNREGISTER_WAIT.as_secs()
+            )));
+        }
         return Ok(true);
     }
     // What counts is the congestion control, not the struct_ops map: after

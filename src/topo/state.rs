@@ -173,7 +173,7 @@ pub fn acquire_cc(wanted: Option<&str>) -> Result<String, TopoError> {
             }
             name.to_owned()
         }
-        None => match cc::pick_dctcp(&available) {
+        None => match cc::pick_dctcp(&dctcp_candidates(available)?) {
             Some(name) => name.to_owned(),
             None => {
                 cc::register_bpf_dctcp()?;
@@ -203,6 +203,22 @@ pub fn acquire_cc(wanted: Option<&str>) -> Result<String, TopoError> {
         cc::write_allowed(&new_list.join(" "))?;
     }
     Ok(name)
+}
+
+/// The available list as DCTCP may be picked from it: a `bpf_dctcp` that
+/// no pin of ours holds may be one whose release is still under way (the
+/// kernel drops it a moment after the last link reference goes, e.g. after
+/// another process's `down`). Wait for it to go; one that stays was
+/// registered by someone else (e.g. `bpftool struct_ops register`) and is
+/// used as it is.
+fn dctcp_candidates(available: Vec<String>) -> Result<Vec<String>, TopoError> {
+    let unpinned_bpf = available.iter().any(|n| n == cc::BPF_DCTCP)
+        && !available.iter().any(|n| n == cc::KERNEL_DCTCP)
+        && !cc::bpf_dctcp_pinned();
+    if unpinned_bpf && cc::wait_until_unlisted(cc::BPF_DCTCP, Duration::from_secs(1))? {
+        return cc::available();
+    }
+    Ok(available)
 }
 
 fn read_allowed_added() -> Vec<String> {
