@@ -1,5 +1,7 @@
 //! Root integration test of PRED (`--aqm pred`, pred.txt §IV) with real
-//! DCTCP hosts: 8 long flows from two senders into one 1 Gbit/s port. PRED
+//! DCTCP hosts: 8 long flows from two senders into one 500 Mbit/s port (the
+//! rate this 2-vCPU machine holds with 8 flows; at 1 Gbit/s the port lost
+//! 39 % of its backlogged link time in a CI-like run). PRED
 //! must count the flows (FCS), run its QLA trials, mark, and the senders must
 //! see the marks (TcpExtTCPDeliveredCE). The live `softswitch stats` and the
 //! switch's time series must show N and the slope. Skipped unless root.
@@ -31,7 +33,7 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         &t.switch_ifs(),
         &[
             "--rate",
-            "1gbit",
+            "500mbit",
             "--rtt",
             "250us",
             "--aqm",
@@ -127,7 +129,7 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
     assert!(ce[0] > 0 && ce[1] > 0, "senders saw CE {ce:?}");
     // At the shaped rate (loosely: this 2-vCPU machine is shared).
     assert!(
-        bps > 0.6e9 && bps < 1.0e9,
+        bps > 0.3e9 && bps < 0.5e9,
         "goodput {:.0} Mbit/s{}",
         bps / 1e6,
         if cpu.starved() {
