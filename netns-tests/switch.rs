@@ -540,8 +540,10 @@ fn rt_hog(
     })
 }
 
-/// One 4 s transfer h1 -> h2 through a 500 Mbit/s TCN port pinned to the
-/// last CPU, with or without an RT hog stalling that CPU for 20 ms of every
+/// One 4 s transfer h1 -> h2 through a 250 Mbit/s TCN port pinned to the
+/// last CPU (at 500 Mbit/s three unloaded runs in a row lost 1.1–3.0 % of
+/// their backlogged link time on a fresh VM of this kind: the receiving
+/// host's stack runs inside the switch's tx kicks), with or without an RT hog stalling that CPU for 20 ms of every
 /// 100 ms: the switch's exit JSON and its CPU use.
 fn guarded_run(hog: bool) -> (serde_json::Value, CpuUse) {
     let cpu = *softswitch::cpu::allowed_cpus()
@@ -554,7 +556,7 @@ fn guarded_run(hog: bool) -> (serde_json::Value, CpuUse) {
     let sw = switch(
         &t,
         "",
-        &["--rate", "500mbit", "--aqm", "tcn", "--cpu", &cpu_arg],
+        &["--rate", "250mbit", "--aqm", "tcn", "--cpu", &cpu_arg],
         Duration::from_secs(30),
     );
     ping(&t.hosts[0], t.hosts[1].ip);
