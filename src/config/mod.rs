@@ -1149,3 +1149,6 @@ mod tests {
         assert_eq!(f.ingress_limit, Some(10));
     }
 }
+
+#[cfg(test)]
+mod golden;
