@@ -69,6 +69,7 @@
 //! CoDel does per switch queue (tcn.txt §5: it "closely tracks the Linux
 //! source code").
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, de_size, scale_ns, ser_duration, ser_size};
 use super::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;
@@ -365,6 +366,29 @@ impl Aqm for Codel {
             v.pending = Pending::None;
         }
         verdict
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = Codel;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        ("target", "TARGET sojourn, time"),
+        ("interval", "INTERVAL, time"),
+        (
+            "maxpacket",
+            "MAXPACKET: with this much or less queued, never above target, frame bytes",
+        ),
+        ("ecn", "true: mark ECT packets instead of dropping them"),
+        (
+            "not_ect",
+            "a Not-ECT packet the control law hits: drop (Linux) or mark (TCN prototype)",
+        ),
+    ];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_rtt(env.rtt_ns, env.mtu_bytes)
+    }
+    fn build(&self, env: &AqmEnv) -> Result<Codel, AqmConfigError> {
+        Ok(Codel::new(self.clone(), env.num_queues.max(1)))
     }
 }
 

@@ -1,54 +1,221 @@
 //! Choosing and configuring an AQM: `--aqm NAME`, `--aqm-opt key=value`,
-//! the `[aqm]` table of a config file, the paper defaults scaled to the
+//! the config file's `[aqm_opts]`, the paper defaults scaled to the
 //! emulated link, and the enum the port dispatches through.
 //!
-//! Every AQM starts from its paper's defaults scaled to the link rate C and
-//! the base RTT the user gives (`--rtt`) — see each module's header:
+//! Every AQM is one line in the [`aqms!`] list below; its file supplies the
+//! rest through [`AqmParams`]: its paper's defaults scaled to the port (each
+//! file's header gives the formulas; `--aqm NAME --aqm-opt help=1` prints the
+//! values), what each key means, how to build the port's instance, and what
+//! it needs from the port. Adding an AQM is its file, one line in the list,
+//! and a row in the README's AQM table (a test holds the README to the list).
 //!
-//! | `--aqm` | default (C, RTT) | source |
-//! |---|---|---|
-//! | `droptail` | — | |
-//! | `red` | max_th = C·RTT, min_th = max_th/3, max_p = 0.1, gentle, w_q = 1 − e^(−s/RTT) | Floyd 1993; tcn.txt Eq. 1 |
-//! | `dctcp` | K = λ·C·RTT, λ = 1, per-queue, enqueue | tcn.txt §2.1 Eq. 1, §6.1 |
-//! | `mq-ecn` | K_i = min(quantum_i/T_round, C)·RTT·λ, β = 0.75, T_idle = MTU/C | tcn.txt §3.3, §6 |
-//! | `tcn` | T = λ·RTT, λ = 1 | tcn.txt §4.1 Eq. 3 |
-//! | `codel` | target = 0.2048·RTT, interval = 4.096·RTT, maxpacket = MTU + 14 (Linux psched_mtu) | tcn.txt §6.1 (51.2 µs / 1024 µs at 250 µs); RFC 8289; Linux codel_impl.h |
-//! | `ecn-sharp` | ins_target = RTT, pst_interval = RTT, pst_target = 0.425·RTT | ecnsharp.txt §3.4, §5.2 |
-//! | `pred` | λ_QLA = 0.1/pkt, T_FCS = 1.25·RTT, T_QLA = 5·RTT, β = 0.4, Δλ = 0.025, λ_min = 0.05; min_K 10, q_left 15, Δmin_K 5 pkts, max_K 500 KB scaled by C·RTT/100 KB | pred.txt §IV-C, §VI |
-//! | `diffecn` | K = 0.17·C·RTT, K_p = K/N_flow, T_period = 1.5·RTT | diffecn.txt Eq. 2, §VI-B |
-//!
-//! Overrides are applied to those defaults, by key, and the result is
+//! Overrides are applied to the scaled defaults, by key, and the result is
 //! validated; an unknown key is an error that lists the valid keys.
 
-use super::codel::{self, Codel};
-use super::dctcp::{self, Dctcp};
-use super::diffecn::{self, DiffEcn};
-use super::droptail::DropTail;
-use super::ecnsharp::{self, EcnSharp};
-use super::mqecn::{self, MqEcn};
-use super::pred::{self, Pred};
-use super::red::{self, Red};
-use super::tcn::{self, Tcn};
+use super::{codel, dctcp, diffecn, droptail, ecnsharp, mqecn, pred, red, tcn};
 use super::{Aqm, QueueCtx, Verdict};
 use crate::packet::Packet;
 use crate::rng::SimRng;
 use crate::units::{Nanos, Rate};
-use serde::{Deserialize, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-/// Names accepted by `--aqm`.
-pub const AQM_NAMES: [&str; 9] = [
-    "droptail",
-    "red",
-    "dctcp",
-    "mq-ecn",
-    "tcn",
-    "codel",
-    "ecn-sharp",
-    "pred",
-    "diffecn",
-];
+/// What the registry needs from an AQM's parameters (its `Config`), besides
+/// the inherent `validate(&self) -> Result<(), String>` and
+/// `describe(&self) -> String` every AQM file has.
+pub trait AqmParams: Clone + Serialize + DeserializeOwned {
+    /// What the port runs: the AQM's state, built from these parameters.
+    type Instance: Aqm;
+    /// Every `--aqm-opt` key with what it is and its unit, in the order
+    /// `--aqm-opt help=1` lists them (a test checks they are exactly the
+    /// keys of the parameters).
+    const KEYS: &'static [(&'static str, &'static str)];
+    /// The keys that are queue lengths (bytes, or packets where the AQM
+    /// counts packets): scaling a scenario to another link rate multiplies
+    /// them with the rate so a threshold keeps its drain time
+    /// (`softswitch-exp run --rate`). Times, probabilities, slopes, weights
+    /// and table sizes are not lengths.
+    const LENGTH_KEYS: &'static [&'static str] = &[];
+    /// What the AQM needs from its port beyond queues and a scheduler.
+    const NEEDS: PortNeeds = PortNeeds::NOTHING;
+    /// The paper's defaults scaled to the port (see the file's header).
+    fn for_port(env: &AqmEnv) -> Self;
+    /// The port's instance (the parameters are already validated); refuses
+    /// a port it cannot run on, e.g. MQ-ECN without a round-robin scheduler.
+    fn build(&self, env: &AqmEnv) -> Result<Self::Instance, AqmConfigError>;
+}
 
-/// What the port tells the AQM about itself.
+/// What an AQM needs from its port, declared by the AQM ([`AqmParams::NEEDS`])
+/// so that the configuration never names one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortNeeds {
+    /// A queue per flow (`--classify flow`): the classifier the port gets by
+    /// default with this AQM, and an error with any other. The text says
+    /// why, completing "--aqm NAME ...".
+    pub per_flow_queues: Option<&'static str>,
+}
+
+impl PortNeeds {
+    /// Nothing beyond queues and a scheduler.
+    pub const NOTHING: PortNeeds = PortNeeds {
+        per_flow_queues: None,
+    };
+}
+
+/// The list: `Variant = "name" | "alias" ...: parameters`. Generates
+/// [`AQM_NAMES`], [`AqmConfig`] (the parameters, tagged by name in TOML),
+/// [`AqmKind`] (the instances; the per-packet path dispatches through this
+/// enum, not `Box<dyn Aqm>`), and the matches over them.
+macro_rules! aqms {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal $(| $alias:literal)* : $params:ty, )*) => {
+        /// Names accepted by `--aqm`, in the list's order.
+        pub const AQM_NAMES: [&str; [$($name),*].len()] = [$($name),*];
+
+        /// An AQM and its parameters, tagged by `kind` in TOML
+        /// (`[aqm] kind = "tcn"  threshold = "250us"`).
+        #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum AqmConfig {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant($params), )*
+        }
+
+        /// The port's AQM: enum dispatch, no `Box<dyn>` on the per-packet path.
+        #[derive(Clone, Debug)]
+        pub enum AqmKind {
+            $( $(#[$doc])* $variant(<$params as AqmParams>::Instance), )*
+        }
+
+        /// One entry per AQM, for what is looked up by name.
+        const REGISTRY: &[Entry] = &[$(
+            Entry {
+                name: $name,
+                aliases: &[$($alias),*],
+                needs: <$params as AqmParams>::NEEDS,
+                keys: <$params as AqmParams>::KEYS,
+                length_keys: <$params as AqmParams>::LENGTH_KEYS,
+                for_port: |env| AqmConfig::$variant(<$params as AqmParams>::for_port(env)),
+            },
+        )*];
+
+        impl AqmConfig {
+            /// The `--aqm` name of this AQM.
+            pub fn name(&self) -> &'static str {
+                match self { $( AqmConfig::$variant(_) => $name, )* }
+            }
+            /// Runs the AQM's own checks.
+            pub fn validate(&self) -> Result<(), AqmConfigError> {
+                match self { $( AqmConfig::$variant(c) => c.validate(), )* }
+                    .map_err(AqmConfigError::Invalid)
+            }
+            /// One line with the effective values, for the start-up banner.
+            pub fn describe(&self) -> String {
+                match self { $( AqmConfig::$variant(c) => c.describe(), )* }
+            }
+            /// The parameters as a TOML table, keyed as `--aqm-opt` takes them.
+            fn table(&self) -> toml::Table {
+                match self { $( AqmConfig::$variant(c) => to_table(c), )* }
+            }
+            /// `opts` applied by key, not yet validated as a whole.
+            fn overridden(&self, opts: &[(String, toml::Value)]) -> Result<Self, AqmConfigError> {
+                let name = self.name();
+                Ok(match self { $( AqmConfig::$variant(c) => AqmConfig::$variant(apply(name, c, opts)?), )* })
+            }
+            /// Builds the port's AQM instance.
+            pub fn build(&self, env: &AqmEnv) -> Result<AqmKind, AqmConfigError> {
+                self.validate()?;
+                Ok(match self { $( AqmConfig::$variant(c) => AqmKind::$variant(c.build(env)?), )* })
+            }
+        }
+
+        impl AqmKind {
+            /// The `--aqm` name.
+            pub fn name(&self) -> &'static str {
+                match self { $( AqmKind::$variant(_) => $name, )* }
+            }
+            /// Internal state and counters as JSON (MQ-ECN T_round and K_i, CoDel
+            /// count/dropping, ECN♯ marking_state/count, RED avg, ...).
+            pub fn report(&self) -> serde_json::Value {
+                match self { $( AqmKind::$variant(a) => a.report(), )* }
+            }
+        }
+
+        impl Aqm for AqmKind {
+            #[inline]
+            fn on_enqueue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, rng: &mut SimRng) -> Verdict {
+                match self { $( AqmKind::$variant(a) => a.on_enqueue(pkt, q, now, rng), )* }
+            }
+            #[inline]
+            fn on_dequeue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, rng: &mut SimRng) -> Verdict {
+                match self { $( AqmKind::$variant(a) => a.on_dequeue(pkt, q, now, rng), )* }
+            }
+            #[inline]
+            fn on_round(&mut self, queue: usize, now: Nanos) {
+                match self { $( AqmKind::$variant(a) => a.on_round(queue, now), )* }
+            }
+            #[inline]
+            fn on_idle(&mut self, now: Nanos) {
+                match self { $( AqmKind::$variant(a) => a.on_idle(now), )* }
+            }
+            #[inline]
+            fn on_tick(&mut self, now: Nanos) {
+                match self { $( AqmKind::$variant(a) => a.on_tick(now), )* }
+            }
+            #[inline]
+            fn next_tick(&self) -> Option<Nanos> {
+                match self { $( AqmKind::$variant(a) => a.next_tick(), )* }
+            }
+            fn gauges(&self, emit: &mut dyn FnMut(&'static str, f64)) {
+                match self { $( AqmKind::$variant(a) => a.gauges(emit), )* }
+            }
+        }
+    };
+}
+
+aqms! {
+    /// No AQM.
+    DropTail = "droptail" | "drop-tail": droptail::Config,
+    /// Floyd RED / point-slope RED.
+    Red = "red": red::Config,
+    /// DCTCP single threshold.
+    Dctcp = "dctcp" | "dctcp-ecn": dctcp::Config,
+    /// MQ-ECN.
+    MqEcn = "mq-ecn" | "mqecn": mqecn::Config,
+    /// TCN.
+    Tcn = "tcn": tcn::Config,
+    /// CoDel.
+    Codel = "codel": codel::Config,
+    /// ECN♯.
+    EcnSharp = "ecn-sharp" | "ecnsharp" | "ecn#": ecnsharp::Config,
+    /// PRED (its instance is boxed: its flow counter and QLA state make it the largest).
+    Pred = "pred": pred::Config,
+    /// DiffECN's selective marking unit.
+    DiffEcn = "diffecn": diffecn::Config,
+}
+
+/// What is looked up by an AQM's name.
+struct Entry {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    needs: PortNeeds,
+    keys: &'static [(&'static str, &'static str)],
+    length_keys: &'static [&'static str],
+    for_port: fn(&AqmEnv) -> AqmConfig,
+}
+
+/// The entry of `--aqm name` (any case, aliases included).
+fn entry(name: &str) -> Option<&'static Entry> {
+    let name = name.trim().to_ascii_lowercase();
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name || e.aliases.contains(&name.as_str()))
+}
+
+/// What `--aqm name` needs from its port (nothing for an unknown name: the
+/// name is refused later, with the list of names).
+pub fn port_needs(name: &str) -> PortNeeds {
+    entry(name).map_or(PortNeeds::NOTHING, |e| e.needs)
+}
+
+/// What port the AQM runs on, and what it is told about it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AqmEnv {
     /// Emulated link rate C.
@@ -106,40 +273,6 @@ pub enum AqmConfigError {
         /// Queue count.
         queues: usize,
     },
-}
-
-/// An AQM and its parameters, tagged by `kind` in TOML
-/// (`[aqm] kind = "tcn"  threshold = "250us"`).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(tag = "kind")]
-pub enum AqmConfig {
-    /// No AQM.
-    #[serde(rename = "droptail")]
-    DropTail,
-    /// Floyd RED / point-slope RED.
-    #[serde(rename = "red")]
-    Red(red::Config),
-    /// DCTCP single threshold.
-    #[serde(rename = "dctcp")]
-    Dctcp(dctcp::Config),
-    /// MQ-ECN.
-    #[serde(rename = "mq-ecn")]
-    MqEcn(mqecn::Config),
-    /// TCN.
-    #[serde(rename = "tcn")]
-    Tcn(tcn::Config),
-    /// CoDel.
-    #[serde(rename = "codel")]
-    Codel(codel::Config),
-    /// ECN♯.
-    #[serde(rename = "ecn-sharp")]
-    EcnSharp(ecnsharp::Config),
-    /// PRED.
-    #[serde(rename = "pred")]
-    Pred(pred::Config),
-    /// DiffECN's selective marking unit.
-    #[serde(rename = "diffecn")]
-    DiffEcn(diffecn::Config),
 }
 
 fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
@@ -200,73 +333,25 @@ where
         .map_err(|e| AqmConfigError::Invalid(format!("{aqm}: {}", e.message())))
 }
 
-/// The options of `--aqm name` that are queue-length thresholds (bytes, or
-/// packets where the AQM counts packets): what scaling a scenario to another
-/// link rate multiplies with the rate, so a threshold keeps its drain time
-/// (`softswitch-exp run --rate`). Times, probabilities, slopes, weights and
-/// table sizes are not lengths.
+/// The options of `--aqm name` that are queue-length thresholds
+/// ([`AqmParams::LENGTH_KEYS`]); none for an unknown name.
 pub fn length_keys(name: &str) -> &'static [&'static str] {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "red" => &["min_th", "max_th", "min_k", "max_k"],
-        "dctcp" | "dctcp-ecn" => &["k"],
-        "pred" => &["min_k", "delta_min_k", "max_k", "q_left", "q_right"],
-        "diffecn" => &["k"],
-        _ => &[],
-    }
+    entry(name).map_or(&[], |e| e.length_keys)
 }
 
 impl AqmConfig {
-    /// The paper's defaults for `--aqm name`, scaled to `env` (see the table
-    /// in the module header).
+    /// The paper's defaults for `--aqm name`, scaled to `env` (see each
+    /// AQM file's header).
     pub fn defaults_for(name: &str, env: &AqmEnv) -> Result<Self, AqmConfigError> {
-        let rtt = env.rtt_ns;
-        Ok(match name.trim().to_ascii_lowercase().as_str() {
-            "droptail" | "drop-tail" => AqmConfig::DropTail,
-            "red" => AqmConfig::Red(red::Config::for_link(env.rate, rtt)),
-            "dctcp" | "dctcp-ecn" => AqmConfig::Dctcp(dctcp::Config::for_link(env.rate, rtt, 1.0)),
-            "mq-ecn" | "mqecn" => {
-                AqmConfig::MqEcn(mqecn::Config::for_link(env.rate, rtt, env.mtu_bytes))
-            }
-            "tcn" => AqmConfig::Tcn(tcn::Config::for_rtt(rtt, 1.0)),
-            "codel" => AqmConfig::Codel(codel::Config::for_rtt(rtt, env.mtu_bytes)),
-            "ecn-sharp" | "ecnsharp" | "ecn#" => {
-                AqmConfig::EcnSharp(ecnsharp::Config::for_rtt(rtt, 1.0))
-            }
-            "pred" => AqmConfig::Pred(pred::Config::for_link(env.rate, rtt, env.mtu_bytes)),
-            "diffecn" => AqmConfig::DiffEcn(diffecn::Config::for_link(env.rate, rtt)),
-            other => return Err(AqmConfigError::UnknownAqm(other.to_string())),
-        })
-    }
-
-    /// The `--aqm` name of this AQM.
-    pub fn name(&self) -> &'static str {
-        match self {
-            AqmConfig::DropTail => "droptail",
-            AqmConfig::Red(_) => "red",
-            AqmConfig::Dctcp(_) => "dctcp",
-            AqmConfig::MqEcn(_) => "mq-ecn",
-            AqmConfig::Tcn(_) => "tcn",
-            AqmConfig::Codel(_) => "codel",
-            AqmConfig::EcnSharp(_) => "ecn-sharp",
-            AqmConfig::Pred(_) => "pred",
-            AqmConfig::DiffEcn(_) => "diffecn",
+        match entry(name) {
+            Some(e) => Ok((e.for_port)(env)),
+            None => Err(AqmConfigError::UnknownAqm(name.trim().to_ascii_lowercase())),
         }
     }
 
     /// The keys `--aqm-opt` accepts for this AQM.
     pub fn valid_keys(&self) -> Vec<String> {
-        let t = match self {
-            AqmConfig::DropTail => toml::Table::new(),
-            AqmConfig::Red(c) => to_table(c),
-            AqmConfig::Dctcp(c) => to_table(c),
-            AqmConfig::MqEcn(c) => to_table(c),
-            AqmConfig::Tcn(c) => to_table(c),
-            AqmConfig::Codel(c) => to_table(c),
-            AqmConfig::EcnSharp(c) => to_table(c),
-            AqmConfig::Pred(c) => to_table(c),
-            AqmConfig::DiffEcn(c) => to_table(c),
-        };
-        t.keys().cloned().collect()
+        self.table().keys().cloned().collect()
     }
 
     /// Applies `--aqm-opt key=value` pairs (values tc-style: `250us`, `32kb`,
@@ -284,27 +369,7 @@ impl AqmConfig {
         self,
         opts: &[(String, toml::Value)],
     ) -> Result<Self, AqmConfigError> {
-        let name = self.name();
-        let out = match &self {
-            AqmConfig::DropTail => {
-                if let Some((k, _)) = opts.first() {
-                    return Err(AqmConfigError::UnknownKey {
-                        aqm: name,
-                        key: k.clone(),
-                        valid: vec![],
-                    });
-                }
-                AqmConfig::DropTail
-            }
-            AqmConfig::Red(c) => AqmConfig::Red(apply(name, c, opts)?),
-            AqmConfig::Dctcp(c) => AqmConfig::Dctcp(apply(name, c, opts)?),
-            AqmConfig::MqEcn(c) => AqmConfig::MqEcn(apply(name, c, opts)?),
-            AqmConfig::Tcn(c) => AqmConfig::Tcn(apply(name, c, opts)?),
-            AqmConfig::Codel(c) => AqmConfig::Codel(apply(name, c, opts)?),
-            AqmConfig::EcnSharp(c) => AqmConfig::EcnSharp(apply(name, c, opts)?),
-            AqmConfig::Pred(c) => AqmConfig::Pred(apply(name, c, opts)?),
-            AqmConfig::DiffEcn(c) => AqmConfig::DiffEcn(apply(name, c, opts)?),
-        };
+        let out = self.overridden(opts)?;
         out.validate()?;
         Ok(out)
     }
@@ -326,164 +391,44 @@ impl AqmConfig {
         Self::defaults_for(kind, env)?.with_toml_overrides(&opts)
     }
 
-    /// Runs the AQM's own checks.
-    pub fn validate(&self) -> Result<(), AqmConfigError> {
-        let r = match self {
-            AqmConfig::DropTail => Ok(()),
-            AqmConfig::Red(c) => c.validate(),
-            AqmConfig::Dctcp(c) => c.validate(),
-            AqmConfig::MqEcn(c) => c.validate(),
-            AqmConfig::Tcn(c) => c.validate(),
-            AqmConfig::Codel(c) => c.validate(),
-            AqmConfig::EcnSharp(c) => c.validate(),
-            AqmConfig::Pred(c) => c.validate(),
-            AqmConfig::DiffEcn(c) => c.validate(),
+    /// What `--aqm NAME --aqm-opt help=1` prints: the effective line, then
+    /// every key with its value here, what it is and its unit.
+    pub fn help(&self) -> String {
+        let keys = entry(self.name()).map_or(&[][..], |e| e.keys);
+        let table = self.table();
+        let mut out = format!(
+            "{}\n--aqm-opt KEY=VALUE (or the config file's [aqm_opts]) sets, for --aqm {}:\n",
+            self.describe(),
+            self.name()
+        );
+        if keys.is_empty() {
+            out.push_str("  (no parameters)\n");
+        }
+        let setting = |key: &str| match table.get(key) {
+            Some(toml::Value::String(s)) => format!("{key}={s}"),
+            Some(v) => format!("{key}={v}"),
+            None => key.to_string(),
         };
-        r.map_err(AqmConfigError::Invalid)
-    }
-
-    /// Builds the port's AQM instance.
-    pub fn build(&self, env: &AqmEnv) -> Result<AqmKind, AqmConfigError> {
-        self.validate()?;
-        let n = env.num_queues.max(1);
-        Ok(match self {
-            AqmConfig::DropTail => AqmKind::DropTail(DropTail),
-            AqmConfig::Red(c) => AqmKind::Red(Red::new(c.clone(), n, env.rate)),
-            AqmConfig::Dctcp(c) => AqmKind::Dctcp(Dctcp::new(c.clone())),
-            AqmConfig::MqEcn(c) => {
-                let quanta = env.quanta.clone().ok_or(AqmConfigError::NeedsRoundRobin)?;
-                if quanta.len() != n {
-                    return Err(AqmConfigError::QuantaMismatch {
-                        quanta: quanta.len(),
-                        queues: n,
-                    });
-                }
-                AqmKind::MqEcn(MqEcn::new(c.clone(), quanta, env.rate))
-            }
-            AqmConfig::Tcn(c) => AqmKind::Tcn(Tcn::new(c.clone())),
-            AqmConfig::Codel(c) => AqmKind::Codel(Codel::new(c.clone(), n)),
-            AqmConfig::EcnSharp(c) => AqmKind::EcnSharp(EcnSharp::new(c.clone(), n)),
-            AqmConfig::Pred(c) => {
-                if env.rate.bps() == 0 {
-                    return Err(AqmConfigError::NeedsRate);
-                }
-                AqmKind::Pred(Box::new(Pred::new(c.clone(), n, env.rate, env.mtu_bytes)))
-            }
-            AqmConfig::DiffEcn(c) => AqmKind::DiffEcn(DiffEcn::new(c.clone(), n, 0)),
-        })
-    }
-
-    /// One line with the effective values, for the start-up banner.
-    pub fn describe(&self) -> String {
-        match self {
-            AqmConfig::DropTail => "droptail: no AQM, port buffer limit only".into(),
-            AqmConfig::Red(c) => c.describe(),
-            AqmConfig::Dctcp(c) => c.describe(),
-            AqmConfig::MqEcn(c) => c.describe(),
-            AqmConfig::Tcn(c) => c.describe(),
-            AqmConfig::Codel(c) => c.describe(),
-            AqmConfig::EcnSharp(c) => c.describe(),
-            AqmConfig::Pred(c) => c.describe(),
-            AqmConfig::DiffEcn(c) => c.describe(),
+        let width = keys
+            .iter()
+            .map(|(k, _)| setting(k).len())
+            .max()
+            .unwrap_or(0);
+        for (key, what) in keys {
+            out.push_str(&format!("  {:<width$}  {what}\n", setting(key)));
         }
+        out.push_str("Times take tc units (250us, 1.5ms); sizes bytes or tc units (32kb).\n");
+        out
     }
-}
-
-/// The port's AQM: enum dispatch, no `Box<dyn>` on the per-packet path.
-#[derive(Clone, Debug)]
-pub enum AqmKind {
-    /// No AQM.
-    DropTail(DropTail),
-    /// RED.
-    Red(Red),
-    /// DCTCP.
-    Dctcp(Dctcp),
-    /// MQ-ECN.
-    MqEcn(MqEcn),
-    /// TCN.
-    Tcn(Tcn),
-    /// CoDel.
-    Codel(Codel),
-    /// ECN♯.
-    EcnSharp(EcnSharp),
-    /// PRED (boxed: its flow counter and QLA state make it the largest).
-    Pred(Box<Pred>),
-    /// DiffECN (SMU).
-    DiffEcn(DiffEcn),
-}
-
-macro_rules! dispatch {
-    ($self:ident, $a:ident => $e:expr) => {
-        match $self {
-            AqmKind::DropTail($a) => $e,
-            AqmKind::Red($a) => $e,
-            AqmKind::Dctcp($a) => $e,
-            AqmKind::MqEcn($a) => $e,
-            AqmKind::Tcn($a) => $e,
-            AqmKind::Codel($a) => $e,
-            AqmKind::EcnSharp($a) => $e,
-            AqmKind::Pred($a) => $e,
-            AqmKind::DiffEcn($a) => $e,
-        }
-    };
 }
 
 impl AqmKind {
-    /// Internal state and counters as JSON (MQ-ECN T_round and K_i, CoDel
-    /// count/dropping, ECN♯ marking_state/count, RED avg, ...).
-    pub fn report(&self) -> serde_json::Value {
-        dispatch!(self, a => a.report())
-    }
-    /// The `--aqm` name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            AqmKind::DropTail(_) => "droptail",
-            AqmKind::Red(_) => "red",
-            AqmKind::Dctcp(_) => "dctcp",
-            AqmKind::MqEcn(_) => "mq-ecn",
-            AqmKind::Tcn(_) => "tcn",
-            AqmKind::Codel(_) => "codel",
-            AqmKind::EcnSharp(_) => "ecn-sharp",
-            AqmKind::Pred(_) => "pred",
-            AqmKind::DiffEcn(_) => "diffecn",
-        }
-    }
     /// The RED instance, for PRED's controller (`set_point_slope`).
-    pub fn as_red_mut(&mut self) -> Option<&mut Red> {
+    pub fn as_red_mut(&mut self) -> Option<&mut red::Red> {
         match self {
             AqmKind::Red(r) => Some(r),
             _ => None,
         }
-    }
-}
-
-impl Aqm for AqmKind {
-    #[inline]
-    fn on_enqueue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, rng: &mut SimRng) -> Verdict {
-        dispatch!(self, a => a.on_enqueue(pkt, q, now, rng))
-    }
-    #[inline]
-    fn on_dequeue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, rng: &mut SimRng) -> Verdict {
-        dispatch!(self, a => a.on_dequeue(pkt, q, now, rng))
-    }
-    #[inline]
-    fn on_round(&mut self, queue: usize, now: Nanos) {
-        dispatch!(self, a => a.on_round(queue, now))
-    }
-    #[inline]
-    fn on_idle(&mut self, now: Nanos) {
-        dispatch!(self, a => a.on_idle(now))
-    }
-    #[inline]
-    fn on_tick(&mut self, now: Nanos) {
-        dispatch!(self, a => a.on_tick(now))
-    }
-    #[inline]
-    fn next_tick(&self) -> Option<Nanos> {
-        dispatch!(self, a => a.next_tick())
-    }
-    fn gauges(&self, emit: &mut dyn FnMut(&'static str, f64)) {
-        dispatch!(self, a => a.gauges(emit))
     }
 }
 
@@ -607,7 +552,7 @@ mod tests {
                 && msg.contains("pst_target"),
             "{msg}"
         );
-        let e = AqmConfig::DropTail
+        let e = AqmConfig::DropTail(droptail::Config {})
             .with_overrides(&[kv("k", "1")])
             .unwrap_err();
         assert!(e.to_string().contains("(none)"));
@@ -694,5 +639,113 @@ mod tests {
             k.on_idle(4);
             assert!(k.report().is_object());
         }
+    }
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+    use crate::units::US;
+
+    fn env() -> AqmEnv {
+        AqmEnv {
+            rate: Rate::gbit(1),
+            rtt_ns: 250 * US,
+            num_queues: 2,
+            mtu_bytes: 1500,
+            quanta: Some(vec![1500, 1500]),
+        }
+    }
+
+    #[test]
+    fn every_key_is_explained_and_every_explained_key_exists() {
+        for name in AQM_NAMES {
+            let c = AqmConfig::defaults_for(name, &env()).unwrap();
+            let mut explained: Vec<&str> = entry(name).unwrap().keys.iter().map(|k| k.0).collect();
+            explained.sort_unstable();
+            assert_eq!(
+                explained,
+                c.valid_keys(),
+                "{name}: KEYS against its parameters"
+            );
+            let help = c.help();
+            for key in c.valid_keys() {
+                assert!(
+                    help.contains(&format!("  {key}=")),
+                    "{name}: {key} missing:\n{help}"
+                );
+            }
+            for key in entry(name).unwrap().length_keys {
+                assert!(
+                    c.valid_keys().iter().any(|k| k == key),
+                    "{name}: length key {key}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn help_shows_the_scaled_values_with_their_units() {
+        let h = AqmConfig::defaults_for("tcn", &env()).unwrap().help();
+        assert!(
+            h.starts_with("tcn: mark at dequeue iff sojourn > T = 250us"),
+            "{h}"
+        );
+        assert!(
+            h.contains("  threshold=250us  ") && h.contains("time"),
+            "{h}"
+        );
+        assert!(h.contains("  mode=threshold  "), "{h}");
+        let h = AqmConfig::defaults_for("dctcp", &env()).unwrap().help();
+        assert!(
+            h.contains("k=31250") && h.contains("bytes (or packets)"),
+            "{h}"
+        );
+        let h = AqmConfig::defaults_for("droptail", &env()).unwrap().help();
+        assert!(h.contains("(no parameters)"), "{h}");
+    }
+
+    #[test]
+    fn names_aliases_and_what_each_needs_from_the_port() {
+        for (alias, name) in [
+            ("drop-tail", "droptail"),
+            ("DCTCP-ECN", "dctcp"),
+            ("mqecn", "mq-ecn"),
+            ("ecn#", "ecn-sharp"),
+            (" EcnSharp ", "ecn-sharp"),
+            ("DiffECN", "diffecn"),
+        ] {
+            assert_eq!(AqmConfig::defaults_for(alias, &env()).unwrap().name(), name);
+        }
+        assert_eq!(length_keys("dctcp-ecn"), ["k"]);
+        assert_eq!(length_keys("red"), ["min_th", "max_th", "min_k", "max_k"]);
+        assert!(length_keys("tcn").is_empty() && length_keys("pie").is_empty());
+        for name in AQM_NAMES {
+            let flows = port_needs(name).per_flow_queues.is_some();
+            assert_eq!(flows, name == "diffecn", "{name}");
+        }
+        assert_eq!(port_needs("pie"), PortNeeds::NOTHING);
+    }
+
+    /// The README's AQM table names exactly the AQMs `--aqm` accepts (and
+    /// R-AQM, the reverse-path wrapper of `src/raqm/`), so it cannot drift.
+    #[test]
+    fn readme_aqm_table_lists_exactly_the_registered_aqms() {
+        let readme = include_str!("../../README.md");
+        let section = readme
+            .split("\n## AQMs\n")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("README has an ## AQMs section");
+        let mut listed: Vec<&str> = section
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split('`').next())
+            .filter(|n| *n != "--aqm")
+            .collect();
+        listed.sort_unstable();
+        let mut want: Vec<&str> = AQM_NAMES.iter().copied().chain(["r-aqm"]).collect();
+        want.sort_unstable();
+        assert_eq!(listed, want, "README.md ## AQMs against aqm::config's list");
     }
 }

@@ -22,6 +22,7 @@
 //!
 //! Units: K in bytes (or packets with `unit = "packets"`).
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_size, ser_size};
 use super::{Aqm, LengthUnit, MarkReason, Occupancy, QueueCtx, Verdict};
 use crate::packet::Packet;
@@ -186,6 +187,33 @@ impl Aqm for Dctcp {
         }
         let occ = q.length(self.params.occupancy, self.params.unit);
         self.decide(occ)
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = Dctcp;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        ("k", "marking threshold K = λ·C·RTT, bytes (or packets)"),
+        ("unit", "bytes or packets: the unit of k"),
+        (
+            "occupancy",
+            "queue (per-queue) or port (per-port) occupancy",
+        ),
+        (
+            "side",
+            "enqueue (the arriving packet) or dequeue (what the departing one leaves)",
+        ),
+        (
+            "count_arriving",
+            "true: at enqueue the arriving packet counts in the occupancy (prototype)",
+        ),
+    ];
+    const LENGTH_KEYS: &'static [&'static str] = &["k"];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_link(env.rate, env.rtt_ns, 1.0)
+    }
+    fn build(&self, _env: &AqmEnv) -> Result<Dctcp, AqmConfigError> {
+        Ok(Dctcp::new(self.clone()))
     }
 }
 

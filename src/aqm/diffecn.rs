@@ -36,6 +36,7 @@
 //! * Non-IP frames are not counted as flows; they are still compared with
 //!   K_p (the port never CE-marks them).
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams, PortNeeds};
 use super::flowcount::{FlowCounter, MAX_INDEX_BITS};
 use super::util::{de_duration, de_size, scale_ns, ser_duration, ser_size};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
@@ -236,6 +237,36 @@ impl Aqm for DiffEcn {
         emit("diffecn_n_now", self.flows.n_now() as f64);
         emit("diffecn_k_p_bytes", self.k_p() as f64);
         emit("diffecn_marks", self.counters.marks as f64);
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = DiffEcn;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        ("k", "port threshold K = λ·C·RTT (K_p = K/N_flow), bytes"),
+        ("period", "flow-counting period T_period, time"),
+        ("index_bits", "log2 of the flow-count table's slots"),
+        (
+            "max_flows",
+            "cap on N_flow; 0 = the port's number of queues",
+        ),
+        (
+            "count_departing",
+            "true: the departing packet counts in its queue's length",
+        ),
+    ];
+    const LENGTH_KEYS: &'static [&'static str] = &["k"];
+    const NEEDS: PortNeeds = PortNeeds {
+        per_flow_queues: Some(
+            "marks each flow by its own queue's length and needs --classify flow \
+             (the default with diffecn; diffecn.txt §IV-B)",
+        ),
+    };
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_link(env.rate, env.rtt_ns)
+    }
+    fn build(&self, env: &AqmEnv) -> Result<DiffEcn, AqmConfigError> {
+        Ok(DiffEcn::new(self.clone(), env.num_queues.max(1), 0))
     }
 }
 

@@ -46,6 +46,7 @@
 //! `pst_target = 0.425 × RTT` (§5.2: 85 µs against 200 µs; §3.4 asks for
 //! ≥ λ × average RTT, which we do not know separately).
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, scale_ns, ser_duration};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;
@@ -330,6 +331,27 @@ impl Aqm for EcnSharp {
         } else {
             Verdict::Pass
         }
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = EcnSharp;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "ins_target",
+            "instantaneous marking: sojourn above it, time",
+        ),
+        (
+            "pst_target",
+            "persistent queueing: sojourn at or above it ..., time",
+        ),
+        ("pst_interval", "... for longer than this, time"),
+    ];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_rtt(env.rtt_ns, 1.0)
+    }
+    fn build(&self, env: &AqmEnv) -> Result<EcnSharp, AqmConfigError> {
+        Ok(EcnSharp::new(self.clone(), env.num_queues.max(1)))
     }
 }
 

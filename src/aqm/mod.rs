@@ -188,6 +188,37 @@ pub trait Aqm {
     fn gauges(&self, _emit: &mut dyn FnMut(&'static str, f64)) {}
 }
 
+/// A boxed AQM is an AQM (PRED's instance is boxed to keep [`AqmKind`] small).
+impl<A: Aqm + ?Sized> Aqm for Box<A> {
+    #[inline]
+    fn on_enqueue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, rng: &mut SimRng) -> Verdict {
+        (**self).on_enqueue(pkt, q, now, rng)
+    }
+    #[inline]
+    fn on_dequeue(&mut self, pkt: &Packet, q: &QueueCtx, now: Nanos, rng: &mut SimRng) -> Verdict {
+        (**self).on_dequeue(pkt, q, now, rng)
+    }
+    #[inline]
+    fn on_round(&mut self, queue: usize, now: Nanos) {
+        (**self).on_round(queue, now)
+    }
+    #[inline]
+    fn on_idle(&mut self, now: Nanos) {
+        (**self).on_idle(now)
+    }
+    #[inline]
+    fn on_tick(&mut self, now: Nanos) {
+        (**self).on_tick(now)
+    }
+    #[inline]
+    fn next_tick(&self) -> Option<Nanos> {
+        (**self).next_tick()
+    }
+    fn gauges(&self, emit: &mut dyn FnMut(&'static str, f64)) {
+        (**self).gauges(emit)
+    }
+}
+
 pub mod codel;
 pub mod config;
 pub mod dctcp;
@@ -203,7 +234,7 @@ pub mod red;
 pub mod tcn;
 pub mod util;
 
-pub use config::{AqmConfig, AqmConfigError, AqmEnv, AqmKind};
+pub use config::{AqmConfig, AqmConfigError, AqmEnv, AqmKind, AqmParams, PortNeeds};
 
 /// Which occupancy a queue-length AQM compares with its threshold
 /// (tcn.txt §3.2: per-queue vs per-port ECN/RED).

@@ -58,6 +58,7 @@
 //! 1.6 % difference for MTU frames).
 //! Defaults: λ = 1, RTT = `--rtt`, β = 0.75, T_idle = MTU time at C.
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, ser_duration};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;
@@ -297,6 +298,37 @@ impl Aqm for MqEcn {
     }
     fn on_idle(&mut self, now: Nanos) {
         self.vars.idle_since = Some(now);
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = MqEcn;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "rtt",
+            "base RTT in K_i = min(quantum_i/T_round, C)·RTT·λ, time",
+        ),
+        ("lambda", "λ of the transport (1 for DCTCP)"),
+        ("beta", "EWMA weight of the old T_round"),
+        ("t_idle", "idle slot T_idle (one MTU time at C), time"),
+        (
+            "idle_reset_slots",
+            "idle slots after which T_round is reset to 0, count",
+        ),
+    ];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_link(env.rate, env.rtt_ns, env.mtu_bytes)
+    }
+    fn build(&self, env: &AqmEnv) -> Result<MqEcn, AqmConfigError> {
+        let queues = env.num_queues.max(1);
+        let quanta = env.quanta.clone().ok_or(AqmConfigError::NeedsRoundRobin)?;
+        if quanta.len() != queues {
+            return Err(AqmConfigError::QuantaMismatch {
+                quanta: quanta.len(),
+                queues,
+            });
+        }
+        Ok(MqEcn::new(self.clone(), quanta, env.rate))
     }
 }
 

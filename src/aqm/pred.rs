@@ -68,6 +68,7 @@
 //! * `fcs = "off"` and `qla = false` give the paper's "Only QLA" and
 //!   "Only FCS" variants (§VI-A).
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::flowcount::{FlowCounter, MAX_INDEX_BITS};
 use super::red::{self, Red};
 use super::util::{de_duration, scale_ns, ser_duration};
@@ -729,6 +730,55 @@ impl Aqm for Pred {
         emit("pred_decisions_more", self.counters.decisions_more as f64);
         emit("pred_decisions_less", self.counters.decisions_less as f64);
         emit("pred_decisions_stay", self.counters.decisions_stay as f64);
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = Box<Pred>;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "lambda",
+            "initial λ_QLA, marking probability per packet above min_k",
+        ),
+        ("delta_lambda", "QLA trial step Δλ"),
+        ("lambda_min", "λ_min: below it QLA moves min_k instead"),
+        ("lambda_max", "robustness option: largest λ_QLA"),
+        ("min_k", "initial (and smallest) min_K, packets"),
+        ("delta_min_k", "QLA min_K step Δmin_K, packets"),
+        ("max_k", "max_K: mark every packet at or above it, packets"),
+        ("q_left", "Φ = 1 at or below this average queue, packets"),
+        ("q_right", "Φ = 0 at or above this average queue, packets"),
+        ("beta", "β, the weight of goodput in QLA's utility"),
+        ("t_fcs", "flow-counting period T_FCS, time"),
+        ("t_qla", "QLA trial period T_QLA, time"),
+        (
+            "fcs",
+            "f(N) of the slope λ_QLA·f(N): n, sqrt, square or off",
+        ),
+        ("qla", "true: run the Queue Length Adjuster"),
+        ("index_bits", "log2 of the flow counter's slots"),
+        ("occupancy", "queue or port occupancy for the RED decision"),
+        (
+            "min_gain",
+            "robustness option: utility margin a QLA trial must win by",
+        ),
+    ];
+    const LENGTH_KEYS: &'static [&'static str] =
+        &["min_k", "delta_min_k", "max_k", "q_left", "q_right"];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_link(env.rate, env.rtt_ns, env.mtu_bytes)
+    }
+    fn build(&self, env: &AqmEnv) -> Result<Box<Pred>, AqmConfigError> {
+        if env.rate.bps() == 0 {
+            return Err(AqmConfigError::NeedsRate);
+        }
+        let queues = env.num_queues.max(1);
+        Ok(Box::new(Pred::new(
+            self.clone(),
+            queues,
+            env.rate,
+            env.mtu_bytes,
+        )))
     }
 }
 

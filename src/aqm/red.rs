@@ -53,6 +53,7 @@
 //! tens of RTTs in a datacenter). Point-slope: max_K = 500 KB (pred.txt §IV),
 //! λ = the two-point line's slope, min_K = min_th.
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_size, ser_size};
 use super::{Aqm, DropReason, LengthUnit, MarkReason, Occupancy, QueueCtx, Verdict};
 use crate::packet::Packet;
@@ -483,6 +484,60 @@ impl Aqm for Red {
                 v.q_time = Some(now);
             }
         }
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = Red;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "form",
+            "two-point (Floyd) or point-slope (p = λ·(q − min_k), pred.txt §II-A)",
+        ),
+        ("action", "mark (ECN) or drop"),
+        (
+            "unit",
+            "bytes or packets: the unit of min_th, max_th, min_k, max_k and λ",
+        ),
+        (
+            "occupancy",
+            "queue (the packet's queue) or port (the whole buffer)",
+        ),
+        (
+            "w_q",
+            "EWMA weight of the average queue, in (0, 1]; 1 = instantaneous queue",
+        ),
+        ("min_th", "two-point lower threshold, bytes (or packets)"),
+        ("max_th", "two-point upper threshold, bytes (or packets)"),
+        ("max_p", "marking probability at max_th, in (0, 1]"),
+        (
+            "gentle",
+            "true: p rises from max_p to 1 between max_th and 2·max_th",
+        ),
+        (
+            "count_based",
+            "true: Floyd's p_a = p_b/(1 − count·p_b) spacing of marks",
+        ),
+        (
+            "lambda",
+            "point-slope λ, probability per byte (or packet) above min_k",
+        ),
+        ("min_k", "point-slope min_K, bytes (or packets)"),
+        (
+            "max_k",
+            "point-slope max_K: mark every packet at or above it, bytes (or packets)",
+        ),
+        (
+            "avpkt",
+            "typical packet for the idle-time correction, bytes",
+        ),
+    ];
+    const LENGTH_KEYS: &'static [&'static str] = &["min_th", "max_th", "min_k", "max_k"];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_link(env.rate, env.rtt_ns)
+    }
+    fn build(&self, env: &AqmEnv) -> Result<Red, AqmConfigError> {
+        Ok(Red::new(self.clone(), env.num_queues.max(1), env.rate))
     }
 }
 

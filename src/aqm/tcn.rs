@@ -20,6 +20,7 @@
 //! defaults (paper silent): T_min = T/2, T_max = T, P_max = 0.1 (our choice,
 //! so that the probabilistic curve ends where the cut-off threshold sits).
 
+use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, scale_ns, ser_duration};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;
@@ -188,6 +189,32 @@ impl Aqm for Tcn {
             }
         }
         Verdict::Pass
+    }
+}
+
+impl AqmParams for Config {
+    type Instance = Tcn;
+    const KEYS: &'static [(&'static str, &'static str)] = &[
+        ("mode", "threshold (cut-off, §4.1) or probabilistic (§4.3)"),
+        (
+            "threshold",
+            "T = λ·RTT: mark a packet whose sojourn exceeds it, time",
+        ),
+        ("t_min", "probabilistic: no mark below this sojourn, time"),
+        (
+            "t_max",
+            "probabilistic: mark every packet above this sojourn, time",
+        ),
+        (
+            "p_max",
+            "probabilistic: marking probability at t_max, in (0, 1]",
+        ),
+    ];
+    fn for_port(env: &AqmEnv) -> Self {
+        Config::for_rtt(env.rtt_ns, 1.0)
+    }
+    fn build(&self, _env: &AqmEnv) -> Result<Tcn, AqmConfigError> {
+        Ok(Tcn::new(self.clone()))
     }
 }
 
