@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_switch(args: &softswitch::cli::RunArgs) -> Result<()> {
+fn run_switch(args: &config::Options) -> Result<()> {
     let settings = config::resolve(args)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

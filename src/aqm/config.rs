@@ -49,8 +49,8 @@ pub trait AqmParams: Clone + Serialize + DeserializeOwned {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PortNeeds {
     /// A queue per flow (`--classify flow`): the classifier the port gets by
-    /// default with this AQM, and an error with any other. The text says
-    /// why, completing "--aqm NAME ...".
+    /// default with this AQM, and an error with any other. The text is that
+    /// error: what the AQM does that needs them.
     pub per_flow_queues: Option<&'static str>,
 }
 

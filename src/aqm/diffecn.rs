@@ -258,8 +258,8 @@ impl AqmParams for Config {
     const LENGTH_KEYS: &'static [&'static str] = &["k"];
     const NEEDS: PortNeeds = PortNeeds {
         per_flow_queues: Some(
-            "marks each flow by its own queue's length and needs --classify flow \
-             (the default with diffecn; diffecn.txt §IV-B)",
+            "--aqm diffecn marks each flow by its own queue's length and needs \
+             --classify flow (the default with diffecn; diffecn.txt §IV-B)",
         ),
     };
     fn for_port(env: &AqmEnv) -> Self {

@@ -1,0 +1,443 @@
+//! The configuration's unit tests: flags and file layered, defaults, mistakes.
+
+use super::*;
+use crate::aqm::AqmConfig;
+use crate::port::{Classifier, NotEctPolicy};
+use crate::units::Rate;
+
+#[test]
+fn parses_full_file() {
+    let c = Options::parse(
+        r#"
+        ports = ["a", "b"]
+        rate = "1gbit"
+        buffer = "96kb"
+        queues = 8
+        sched = "dwrr"
+        quantum = [1514, 3028]
+        aqm = "tcn"
+        [aqm_opts]
+        threshold = "100us"
+        [port.b]
+        delay = "50us"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(c.ports, vec!["a", "b"]);
+    assert_eq!(c.quantum.as_deref(), Some("1514,3028"));
+    assert_eq!(c.port.unwrap()["b"].delay.as_deref(), Some("50us"));
+    assert_eq!(c.aqm_opts.unwrap()["threshold"].as_str(), Some("100us"));
+}
+
+#[test]
+fn unknown_key_is_an_error_with_position() {
+    let e = Options::parse("prots = [\"a\"]\n").unwrap_err().to_string();
+    assert!(e.contains("prots") && e.contains("line 1"), "{e}");
+}
+
+fn args(list: &[&str]) -> Options {
+    use clap::Parser;
+    let mut v = vec!["softswitch"];
+    v.extend_from_slice(list);
+    crate::cli::Cli::try_parse_from(v).unwrap().run
+}
+
+#[test]
+fn defaults_are_the_tcn_testbed() {
+    let s = resolve(&args(&["--ports", "a,b"])).unwrap();
+    assert_eq!(s.ports.len(), 2);
+    let p = &s.ports[0];
+    assert_eq!(p.port.rate, Rate::gbit(1));
+    assert_eq!(p.port.buffer_bytes, 96 * 1024);
+    assert_eq!(p.port.bucket_bytes, 2_500);
+    assert_eq!(p.port.queues, 1);
+    assert_eq!(p.aqm.name(), "droptail");
+    assert_eq!(p.env.rtt_ns, 250_000);
+    assert_eq!(p.delay_ns, 0);
+    assert!(s.describe().contains("port a: rate 1gbit"));
+    assert_eq!(s.cpu, crate::cpu::CpuChoice::Unpinned);
+    // Not-ECT passes on a mark, as the TCN / MQ-ECN prototypes; drop is an option.
+    assert_eq!(p.port.not_ect, NotEctPolicy::Pass);
+    assert!(s.describe().contains("Not-ECT on a mark: pass"));
+    let s = resolve(&args(&["--ports", "a", "--not-ect", "drop"])).unwrap();
+    assert_eq!(s.ports[0].port.not_ect, NotEctPolicy::Drop);
+    let e = resolve(&args(&["--ports", "a", "--not-ect", "mark"]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--not-ect") && e.contains("drop"), "{e}");
+}
+
+#[test]
+fn cpu_choice_from_flag_or_file() {
+    let s = resolve(&args(&["--ports", "a", "--cpu", "last"])).unwrap();
+    assert_eq!(s.cpu, crate::cpu::CpuChoice::Last);
+    let s = resolve(&args(&["--ports", "a", "--cpu", "3"])).unwrap();
+    assert_eq!(s.cpu, crate::cpu::CpuChoice::Cpu(3));
+    let e = resolve(&args(&["--ports", "a", "--cpu", "fast"]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--cpu") && e.contains("last"), "{e}");
+    assert_eq!(
+        Options::parse("cpu = \"1\"\n").unwrap().cpu.as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn aqm_defaults_scale_with_rtt_and_options_override() {
+    let s = resolve(&args(&["--ports", "a,b", "--aqm", "tcn", "--rtt", "100us"])).unwrap();
+    assert!(
+        s.ports[0].aqm.describe().contains("100"),
+        "{}",
+        s.ports[0].aqm.describe()
+    );
+    let s = resolve(&args(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "tcn",
+        "--aqm-opt",
+        "threshold=60us",
+    ]))
+    .unwrap();
+    assert!(
+        s.ports[0].aqm.describe().contains("60"),
+        "{}",
+        s.ports[0].aqm.describe()
+    );
+    let e = resolve(&args(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "tcn",
+        "--aqm-opt",
+        "bogus=1",
+    ]))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("valid keys"), "{e}");
+    let e = resolve(&args(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "tcn",
+        "--aqm-opt",
+        "threshold",
+    ]))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("NAME=VALUE"), "{e}");
+}
+
+#[test]
+fn per_port_overrides_from_flags_and_file() {
+    let dir = std::env::temp_dir().join(format!("ss-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("s.toml");
+    std::fs::write(&f, "ports = [\"a\", \"b\"]\nrate = \"10gbit\"\n[port.b]\nrate = \"100mbit\"\ndelay = \"20us\"\n").unwrap();
+    let s = resolve(&args(&[
+        "--config",
+        f.to_str().unwrap(),
+        "--port-delay",
+        "a=5us",
+    ]))
+    .unwrap();
+    assert_eq!(s.ports[0].port.rate, Rate::gbit(10));
+    assert_eq!(s.ports[0].delay_ns, 5_000);
+    assert_eq!(s.ports[1].port.rate, Rate::mbit(100));
+    assert_eq!(s.ports[1].delay_ns, 20_000);
+    // Flags beat the file.
+    let s = resolve(&args(&["--config", f.to_str().unwrap(), "--rate", "1gbit"])).unwrap();
+    assert_eq!(s.ports[0].port.rate, Rate::gbit(1));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn diffecn_defaults_to_per_flow_queues_and_a_strict_temporary_queue() {
+    let s = resolve(&args(&[
+        "--ports", "a", "--aqm", "diffecn", "--rtt", "200us",
+    ]))
+    .unwrap();
+    let p = &s.ports[0].port;
+    assert_eq!(p.queues, 8);
+    assert_eq!(p.sched.kind, crate::sched::SchedName::SpDwrr);
+    let Classifier::Flow(f) = &p.classifier else {
+        panic!("{:?}", p.classifier)
+    };
+    assert_eq!((f.temp_queue, f.idle_timeout_ns), (true, 300_000));
+    let AqmConfig::DiffEcn(d) = &s.ports[0].aqm else {
+        panic!()
+    };
+    // K = 0.17 · 1 Gbit/s · 200 µs, T = 1.5 · 200 µs.
+    assert_eq!((d.k, d.period), (4_250, 300_000));
+    let text = s.describe();
+    assert!(
+        text.contains("diffecn: mark at dequeue") && text.contains("K = 4250 B"),
+        "{text}"
+    );
+    assert!(
+        text.contains("classify flow: a queue per active flow"),
+        "{text}"
+    );
+    // Options and the config file.
+    let s = resolve(&args(&[
+        "--ports",
+        "a",
+        "--aqm",
+        "diffecn",
+        "--queues",
+        "32",
+        "--classify",
+        "flow,pass-limit=3000",
+        "--aqm-opt",
+        "k=10kb",
+    ]))
+    .unwrap();
+    let Classifier::Flow(f) = &s.ports[0].port.classifier else {
+        panic!()
+    };
+    assert_eq!((s.ports[0].port.queues, f.pass_limit_bytes), (32, 3000));
+    let c = Options::parse("classify = \"flow,temp=none\"\nsched = \"dwrr\"\n").unwrap();
+    assert_eq!(c.classify.as_deref(), Some("flow,temp=none"));
+    // Per-flow queues with another AQM (per-port DCTCP-ECN over them).
+    let s = resolve(&args(&[
+        "--ports",
+        "a",
+        "--classify",
+        "flow",
+        "--sched",
+        "sp+dwrr",
+        "--aqm",
+        "dctcp",
+    ]))
+    .unwrap();
+    assert!(matches!(s.ports[0].port.classifier, Classifier::Flow(_)));
+    let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
+    assert!(
+        e(&["--ports", "a", "--aqm", "diffecn", "--classify", "dscp"]).contains("--classify flow")
+    );
+    assert!(e(&["--ports", "a", "--aqm", "diffecn", "--sched", "dwrr"]).contains("--sched sp+dwrr"));
+    assert!(
+        e(&["--ports", "a", "--classify", "flow", "--sched", "wfq"]).contains("--sched sp+dwrr")
+    );
+    let s = resolve(&args(&["--ports", "a", "--classify", "flow"])).unwrap();
+    assert_eq!(s.ports[0].port.sched.kind, crate::sched::SchedName::SpDwrr);
+    let s = resolve(&args(&["--ports", "a", "--classify", "flow,temp=none"])).unwrap();
+    assert_eq!(s.ports[0].port.sched.kind, crate::sched::SchedName::Dwrr);
+    assert!(e(&["--ports", "a", "--classify", "flow,bogus=1"]).contains("--classify"));
+    assert!(e(&["--ports", "a", "--aqm", "diffecn", "--aqm-opt", "period=0"]).contains("period"));
+}
+
+#[test]
+fn user_mistakes_get_advice() {
+    let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
+    assert!(e(&[]).contains("--ports"));
+    assert!(e(&["--ports", "a", "--rate", "1gigabit"]).contains("1gbit"));
+    assert!(e(&["--ports", "a", "--buffer", "1000"]).contains("smaller than one"));
+    assert!(e(&["--ports", "a", "--queues", "200"]).contains("1 to 128"));
+    // Below one 1514-byte frame (+24 B) per second: 12304 bit/s.
+    let slow = e(&["--ports", "a", "--rate", "12000bit"]);
+    assert!(slow.contains("--rate") && slow.contains("12304"), "{slow}");
+    let slow = e(&["--ports", "a,b", "--port-rate", "b=100bit"]);
+    assert!(
+        slow.contains("port b") && slow.contains("--port-rate"),
+        "{slow}"
+    );
+    assert!(resolve(&args(&["--ports", "a", "--rate", "12304bit"])).is_ok());
+    assert!(e(&["--ports", "a", "--duration", "0s"]).contains("--duration"));
+    assert!(e(&["--ports", "a", "--frames", "0"]).contains("--frames"));
+    assert!(
+        e(&["--ports", "a", "--queues", "2", "--sched", "wfq", "--aqm", "mq-ecn"])
+            .contains("round-robin")
+    );
+    assert!(e(&["--ports", "a", "--port-delay", "zz=5us"]).contains("not one of --ports"));
+    assert!(e(&["--ports", "a", "--sched", "fifo"]).contains("sp"));
+    assert!(e(&["--ports", "a", "--aqm", "pie"]).contains("pie"));
+    assert!(e(&[
+        "--ports",
+        "a",
+        "--timeseries",
+        "x.csv",
+        "--ts-interval",
+        "10us"
+    ])
+    .contains("100us"));
+}
+
+#[test]
+fn settings_errors_name_the_key() {
+    assert_eq!(rate_setting("rate", "unlimited").unwrap().bps(), 0);
+    let e = rate_setting("rate", "1 gigabit").unwrap_err().to_string();
+    assert!(e.starts_with("rate:") && e.contains("1gbit"), "{e}");
+    assert!(size_setting("buffer", "big")
+        .unwrap_err()
+        .to_string()
+        .contains("96kb"));
+}
+
+#[test]
+fn fidelity_guard_and_strict_shaper_defaults() {
+    let parse = |extra: &[&str]| {
+        let mut v = vec!["--ports", "a,b"];
+        v.extend_from_slice(extra);
+        resolve(&args(&v))
+    };
+    let s = parse(&[]).unwrap();
+    assert_eq!(
+        s.ports[0].port.catchup_ns, 0,
+        "the prototype's strict bucket"
+    );
+    assert_eq!(s.guard, crate::fidelity::Thresholds::default());
+    assert!(
+        s.describe().contains("2500 B, +24 B/frame, strict"),
+        "{}",
+        s.describe()
+    );
+    assert!(s
+        .describe()
+        .contains("fidelity guard: not faithful if a port loses > 1.0 %"));
+    let s = parse(&[
+        "--catchup",
+        "1ms",
+        "--max-lost",
+        "2.5%",
+        "--max-stall",
+        "10ms",
+        "--max-stalled",
+        "0.05",
+    ])
+    .unwrap();
+    assert_eq!(s.ports[0].port.catchup_ns, 1_000_000);
+    assert!(s.describe().contains("catch-up 1ms"), "{}", s.describe());
+    assert_eq!(parse(&[]).unwrap().poll, crate::poll::PollMode::Busy);
+    let a = parse(&["--poll", "adaptive"]).unwrap();
+    assert_eq!(a.poll, crate::poll::PollMode::Adaptive);
+    assert!(a.describe().contains("--poll adaptive"), "{}", a.describe());
+    let e = parse(&["--poll", "lazy"]).unwrap_err().to_string();
+    assert!(e.contains("--poll") && e.contains("adaptive"), "{e}");
+    assert_eq!(
+        (s.guard.max_lost, s.guard.max_stall_ns, s.guard.max_stalled),
+        (0.025, 10_000_000, 0.05)
+    );
+    let e = parse(&["--max-lost", "150%"]).unwrap_err().to_string();
+    assert!(e.contains("--max-lost") && e.contains("1%"), "{e}");
+    let e = parse(&["--max-stall", "soon"]).unwrap_err().to_string();
+    assert!(e.starts_with("max-stall:"), "{e}");
+}
+
+#[test]
+fn ingress_rate_is_off_by_default_and_line_follows_each_port() {
+    let parse = |extra: &[&str]| {
+        let mut v = vec!["--ports", "a,b", "--rate", "500mbit"];
+        v.extend_from_slice(extra);
+        resolve(&args(&v))
+    };
+    let s = parse(&[]).unwrap();
+    assert!(s.ports.iter().all(|p| p.ingress_rate.is_none()));
+    assert!(!s.describe().contains("ingress:"));
+    let s = parse(&["--ingress-rate", "line", "--port-rate", "b=100mbit"]).unwrap();
+    assert_eq!(s.ports[0].ingress_rate, Some(Rate::mbit(500)));
+    assert_eq!(s.ports[1].ingress_rate, Some(Rate::mbit(100)));
+    assert_eq!(s.ingress_limit, crate::ingress::DEFAULT_LIMIT_PKTS);
+    assert!(
+        s.describe()
+            .contains("at most at 500mbit (emulated host NIC"),
+        "{}",
+        s.describe()
+    );
+    let s = parse(&["--ingress-rate", "1gbit", "--ingress-limit", "64"]).unwrap();
+    assert_eq!(s.ports[1].ingress_rate, Some(Rate::gbit(1)));
+    assert_eq!(s.ingress_limit, 64);
+    let e = parse(&["--ingress-rate", "fast"]).unwrap_err().to_string();
+    assert!(e.contains("--ingress-rate") && e.contains("line"), "{e}");
+    let e = parse(&["--ingress-rate", "line", "--ingress-limit", "0"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--ingress-limit 0"), "{e}");
+    let f = Options::parse("ingress_rate = \"line\"\ningress_limit = 10").unwrap();
+    assert_eq!(f.ingress_rate.as_deref(), Some("line"));
+    assert_eq!(f.ingress_limit, Some(10));
+}
+
+fn pcap(list: &[&str]) -> Result<Option<PcapSettings>, String> {
+    use clap::Parser;
+    let mut v = vec!["softswitch", "--ports", "a,b"];
+    v.extend_from_slice(list);
+    let args = crate::cli::Cli::try_parse_from(v).unwrap().run;
+    resolve(&args).map(|s| s.pcap).map_err(|e| e.to_string())
+}
+
+#[test]
+fn pcap_settings_from_flags_and_errors_name_the_option() {
+    assert_eq!(pcap(&[]).unwrap(), None);
+    let s = pcap(&["--pcap", "/tmp/x"]).unwrap().unwrap();
+    assert_eq!(s.ports, vec![true, true]);
+    assert_eq!((s.snaplen, s.max_bytes), (256, 100_000_000));
+    let s = pcap(&[
+        "--pcap",
+        "/tmp/x",
+        "--pcap-ports",
+        "b",
+        "--pcap-snaplen",
+        "96",
+        "--pcap-max-mb",
+        "0.5",
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(s.ports, vec![false, true]);
+    assert_eq!((s.snaplen, s.max_bytes), (96, 500_000));
+    for (bad, key) in [
+        (&["--pcap", "d", "--pcap-ports", "c"][..], "--pcap-ports"),
+        (
+            &["--pcap", "d", "--pcap-snaplen", "0"][..],
+            "--pcap-snaplen",
+        ),
+        (&["--pcap", "d", "--pcap-max-mb", "0"][..], "--pcap-max-mb"),
+        (&["--pcap-max-mb", "5"][..], "need --pcap"),
+    ] {
+        let e = pcap(bad).unwrap_err();
+        assert!(e.contains(key), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn pcap_settings_from_the_toml_file() {
+    let file = Options::parse(
+        "pcap = \"cap\"\npcap_ports = [\"a\"]\npcap_snaplen = 128\npcap_max_mb = 2\n",
+    )
+    .unwrap();
+    assert_eq!(file.pcap, Some(std::path::PathBuf::from("cap")));
+    let flags = args(&["--ports", "a,b"]);
+    let l = Layers {
+        flags: &flags,
+        file: &file,
+    };
+    let s = pcap::resolve(&l, &["a".into(), "b".into()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.dir, std::path::PathBuf::from("cap"));
+    assert_eq!(s.ports, vec![true, false]);
+    assert_eq!((s.snaplen, s.max_bytes), (128, 2_000_000));
+    // Flags win, a list as a whole.
+    let flags = args(&[
+        "--ports",
+        "a,b",
+        "--pcap",
+        "d",
+        "--pcap-ports",
+        "b",
+        "--pcap-snaplen",
+        "64",
+    ]);
+    let l = Layers {
+        flags: &flags,
+        file: &file,
+    };
+    let s = pcap::resolve(&l, &["a".into(), "b".into()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.dir, std::path::PathBuf::from("d"));
+    assert_eq!(s.ports, vec![false, true]);
+    assert_eq!((s.snaplen, s.max_bytes), (64, 2_000_000));
+}
