@@ -100,3 +100,70 @@ pub struct TopoUpArgs {
     #[arg(long, value_name = "SEGMENTS")]
     pub gso_segs: Option<u32>,
 }
+
+/// Makes a closed stdout or stderr (`softswitch ... | head -1`) end the
+/// process as it ends standard tools: killed by SIGPIPE, without a word.
+/// Rust ignores SIGPIPE, so a write to a closed pipe fails and `print!`
+/// panics (exit 101, a panic message); every binary calls this first, and a
+/// print anywhere, on any thread, then ends quietly. Only printing is
+/// affected: sockets (the stats socket, traffic) still see EPIPE as an error.
+pub fn exit_quietly_on_closed_output() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_output(message) {
+            // Terminates the process by SIGPIPE (as the default action would);
+            // if that failed, fall through to the usual panic.
+            let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGPIPE);
+        }
+        default_hook(info)
+    }));
+}
+
+/// Whether a panic message is `print!` failing on a closed pipe (the text
+/// std panics with: "failed printing to stdout: Broken pipe (os error 32)").
+fn is_closed_output(message: &str) -> bool {
+    let epipe = format!("(os error {})", libc::EPIPE);
+    message.starts_with("failed printing to std") && message.ends_with(&epipe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_print_to_a_closed_pipe_ends_quietly() {
+        assert!(is_closed_output(
+            "failed printing to stdout: Broken pipe (os error 32)"
+        ));
+        assert!(is_closed_output(
+            "failed printing to stderr: Broken pipe (os error 32)"
+        ));
+        // Other print failures and other panics keep their message.
+        assert!(!is_closed_output(
+            "failed printing to stdout: No space left on device (os error 28)"
+        ));
+        assert!(!is_closed_output(
+            "called `Option::unwrap()` on a `None` value"
+        ));
+        assert!(!is_closed_output("Broken pipe (os error 32)"));
+    }
+
+    /// The real panic text of a print to a closed pipe, as std words it.
+    #[test]
+    fn std_words_a_closed_pipe_as_expected() {
+        use std::io::Write;
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let e = writer.write_all(b"x").unwrap_err();
+        assert!(
+            is_closed_output(&format!("failed printing to stdout: {e}")),
+            "{e}"
+        );
+    }
+}

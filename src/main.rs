@@ -11,6 +11,7 @@ use softswitch::cli::{Cli, Command, TopoAction, TopoUpArgs};
 use softswitch::{config, dataplane, report, stats, topo, units};
 
 fn main() -> ExitCode {
+    softswitch::cli::exit_quietly_on_closed_output();
     let cli = Cli::parse();
     let r = match cli.command {
         Some(Command::Topo {
@@ -43,7 +44,15 @@ fn main() -> ExitCode {
 }
 
 fn run_switch(args: &config::Options) -> Result<()> {
-    let settings = config::resolve(args)?;
+    let settings = match config::resolve(args) {
+        // `--aqm-opt help=1`: the AQM's keys, on stdout.
+        Err(config::ConfigError::Help(keys)) => {
+            print!("{keys}");
+            return Ok(());
+        }
+        resolved => resolved?,
+    };
+    settings.check_runnable()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;

@@ -150,6 +150,16 @@ fn command_line_errors_name_the_option() {
     refused(&with(&["--nice", "40"]), &["--nice 40"]);
     refused(&with(&["--duration", "0s"]), &["--duration"]);
     refused(&with(&["--frames", "0"]), &["--frames 0"]);
+    // Fewer UMEM frames than one fill ring per port: the last port would
+    // receive little or nothing.
+    refused(
+        &with(&["--frames", "1"]),
+        &["--frames 1", "at least 2048", "fill ring"],
+    );
+    refused(
+        &["--ports", "a,b,c", "--frames", "3071"],
+        &["--frames 3071", "at least 3072"],
+    );
     refused(&with(&["--dscp-map", "64=1"]), &["DSCP map", "64=1"]);
     refused(&with(&["--max-lost", "200%"]), &["--max-lost", "200%"]);
     refused(
@@ -165,6 +175,9 @@ fn command_line_errors_name_the_option() {
         &["100us"],
     );
     refused(&[], &["--ports"]);
+    // One port forwards nothing (a frame never leaves by its own port).
+    refused(&["--ports", "a"], &["--ports a", "at least two ports"]);
+    refused(&["--ports", "a,"], &["--ports a", "at least two ports"]);
     // Host options are checked before root or any namespace is needed.
     refused(
         &["topo", "up", "--hosts", "2", "--gso-segs", "0"],
@@ -212,4 +225,134 @@ fn config_file_errors_name_the_key() {
     let _ = std::fs::remove_dir_all(
         std::env::temp_dir().join(format!("softswitch-bad-input-{}", std::process::id())),
     );
+}
+
+/// `--aqm-opt help=1` lists the AQM's keys with their values for the given
+/// link, on stdout, and exits 0 — no ports needed.
+#[test]
+fn aqm_opt_help_lists_the_keys_and_exits_0() {
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["--aqm", "tcn", "--rtt", "100us", "--aqm-opt", "help=1"])
+        .output()
+        .expect("run softswitch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for key in [
+        "mode=threshold",
+        "threshold=100us",
+        "t_min=50us",
+        "t_max=100us",
+        "p_max=0.1",
+    ] {
+        assert!(text.contains(key), "{key} missing:\n{text}");
+    }
+    assert!(text.contains("time"), "no unit:\n{text}");
+    // Scaled to the link it is given, for every AQM (sizes in bytes).
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args([
+            "--ports",
+            "a,b",
+            "--aqm",
+            "dctcp",
+            "--rate",
+            "10gbit",
+            "--aqm-opt",
+            "help",
+        ])
+        .output()
+        .expect("run softswitch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("k=312500") && text.contains("bytes"),
+        "{text}"
+    );
+}
+
+/// How a run ended: exit code, or the signal that killed it; and stderr.
+fn ended(mut cmd: Command) -> (Option<i32>, Option<i32>, String) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = cmd.env("RUST_BACKTRACE", "0").output().expect("run");
+    (
+        out.status.code(),
+        out.status.signal(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A pipe whose reader is already gone, as `| head -1` leaves it.
+fn closed_pipe() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    writer
+}
+
+/// `softswitch ... | head -1`: when the reader goes away, softswitch ends as
+/// standard tools do — killed by SIGPIPE, without a word — not with a panic
+/// (exit 101), whether stdout or stderr is the closed pipe.
+#[test]
+fn a_closed_pipe_ends_softswitch_quietly() {
+    const SIGPIPE: i32 = 13;
+    let bin = env!("CARGO_BIN_EXE_softswitch");
+    // stdout: the AQM's keys.
+    let mut cmd = Command::new(bin);
+    cmd.args(["--aqm", "pred", "--aqm-opt", "help=1"])
+        .stdout(closed_pipe());
+    let (code, signal, err) = ended(cmd);
+    assert_eq!((code, signal), (None, Some(SIGPIPE)), "{err}");
+    assert!(err.is_empty(), "{err}");
+    // stderr: an error message.
+    let mut cmd = Command::new(bin);
+    cmd.args(["--ports", "a,b", "--queues", "0"])
+        .stderr(closed_pipe());
+    let (code, signal, _) = ended(cmd);
+    assert_eq!((code, signal), (None, Some(SIGPIPE)));
+    // stdout: a running switch's counters (`softswitch stats`), from a
+    // stand-in stats socket.
+    let dir = std::env::temp_dir().join(format!("softswitch-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("stats.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut s, _) = listener.accept().unwrap();
+        let _ = s.write_all(b"{\"ports\": []}");
+    });
+    let mut cmd = Command::new(bin);
+    cmd.args(["stats", "--json", "--socket"])
+        .arg(&socket)
+        .stdout(closed_pipe());
+    let (code, signal, err) = ended(cmd);
+    server.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!((code, signal), (None, Some(SIGPIPE)), "{err}");
+    assert!(err.is_empty(), "{err}");
+    // clap's own output (--help) already ends quietly, with 0.
+    let mut cmd = Command::new(bin);
+    cmd.arg("--help").stdout(closed_pipe());
+    let (code, _, err) = ended(cmd);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+/// The other two binaries end the same way when the pipe they print an error
+/// to is gone.
+#[test]
+fn a_closed_pipe_ends_the_runner_and_the_traffic_generator_quietly() {
+    const SIGPIPE: i32 = 13;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_softswitch-exp"));
+    cmd.args(["check", "/nonexistent/scenario.toml"])
+        .stderr(closed_pipe());
+    let (code, signal, _) = ended(cmd);
+    assert_eq!((code, signal), (None, Some(SIGPIPE)));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_softswitch-tg"));
+    cmd.args(["incast", "--servers", "x", "--size", "big"])
+        .stderr(closed_pipe());
+    let (code, signal, _) = ended(cmd);
+    assert_eq!((code, signal), (None, Some(SIGPIPE)));
 }

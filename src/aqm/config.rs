@@ -397,12 +397,11 @@ impl AqmConfig {
         let keys = entry(self.name()).map_or(&[][..], |e| e.keys);
         let table = self.table();
         let mut out = format!(
-            "{}\n--aqm-opt KEY=VALUE (or the config file's [aqm_opts]) sets, for --aqm {}:\n",
-            self.describe(),
-            self.name()
+            "{}\nKeys (--aqm-opt KEY=VALUE, or KEY = VALUE under [aqm_opts] in the config file), with their values here:\n",
+            self.describe()
         );
         if keys.is_empty() {
-            out.push_str("  (no parameters)\n");
+            out.push_str("  (none)\n");
         }
         let setting = |key: &str| match table.get(key) {
             Some(toml::Value::String(s)) => format!("{key}={s}"),
@@ -702,7 +701,7 @@ mod registry_tests {
             "{h}"
         );
         let h = AqmConfig::defaults_for("droptail", &env()).unwrap().help();
-        assert!(h.contains("(no parameters)"), "{h}");
+        assert!(h.contains("  (none)"), "{h}");
     }
 
     #[test]

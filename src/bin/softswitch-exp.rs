@@ -163,6 +163,7 @@ fn interrupted_or_failed(e: &anyhow::Error, opts: &RunOptions) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    softswitch::cli::exit_quietly_on_closed_output();
     match real_main() {
         Ok(c) | Err(c) => c,
     }

@@ -173,6 +173,7 @@ enum Outcome {
 }
 
 fn main() -> ExitCode {
+    softswitch::cli::exit_quietly_on_closed_output();
     let cli = Cli::parse();
     match run(cli.cmd) {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

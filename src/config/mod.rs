@@ -49,6 +49,7 @@ mod tests;
 
 pub use options::{Options, PortOverride};
 pub use pcap::PcapSettings;
+pub use runtime::FILL_RING_FRAMES;
 pub use settings::{PortSettings, Settings};
 pub use values::{rate_setting, share_setting, size_setting, time_setting, ConfigError};
 
@@ -87,7 +88,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
         .collect::<Result<Vec<_>, _>>()?;
     let raqm = aqm::raqm(&l, &shared.aqm, &ports[0].env)?;
     let duration_ns = runtime::duration(&l)?;
-    let frames = runtime::frames(&l)?;
+    let frames = runtime::frames(&l, names.names.len())?;
     let pcap = pcap::resolve(&l, &names.names)?;
     let data_path = runtime::data_path(&l)?;
     Ok(Settings {

@@ -256,10 +256,15 @@ pub(super) fn aqm_help(l: &Layers) -> Result<String, ConfigError> {
     let rate = rate_setting("rate", l.text(|o| &o.rate, DEFAULT_RATE))?;
     let env = shared.aqm_env(rate);
     let aqm = aqm::for_port(&shared.aqm, &shared.aqm_opts, &env)?;
+    let rate = if rate.bps() == 0 {
+        "unshaped".to_string()
+    } else {
+        rate.to_string()
+    };
     Ok(format!(
-        "--aqm {} at rate {}, rtt {}, {} queue(s), sched {} (--rate, --rtt, --queues, --sched and --aqm-opt change these values):\n{}",
+        "--aqm {} on a port of rate {rate}, rtt {}, {} queue(s), sched {} \
+         (--rate, --rtt, --queues and --sched scale the values):\n{}",
         aqm.name(),
-        if rate.bps() == 0 { "unshaped".to_string() } else { rate.to_string() },
         crate::units::fmt_duration(env.rtt_ns),
         env.num_queues,
         shared.sched.describe(),

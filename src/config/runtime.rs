@@ -24,16 +24,30 @@ pub(super) fn duration(l: &Layers) -> Result<Option<Nanos>, ConfigError> {
     }
 }
 
-/// `--frames`: None sizes the UMEM from the ports (`dataplane::frames_needed`).
-pub(super) fn frames(l: &Layers) -> Result<Option<u32>, ConfigError> {
+/// UMEM frames each port's receive socket is lent at once: one full fill
+/// ring, as the data path sizes it (`dataplane::ring_options`). The data path
+/// fills the sockets' rings in port order, so with fewer frames than this per
+/// port the last ports are lent few or none and receive little or nothing.
+pub const FILL_RING_FRAMES: u32 = 1024;
+
+/// `--frames`: None sizes the UMEM from the ports (`dataplane::frames_needed`);
+/// a count must give every port's receive socket a full fill ring.
+pub(super) fn frames(l: &Layers, ports: usize) -> Result<Option<u32>, ConfigError> {
     let frames = l.get(|o| &o.frames).copied();
-    if frames == Some(0) {
-        return Err(ConfigError::Invalid(
+    let least = FILL_RING_FRAMES.saturating_mul(ports as u32);
+    match frames {
+        Some(0) => Err(ConfigError::Invalid(
             "--frames 0: the switch needs UMEM frames; leave it off to size the UMEM from the ports"
                 .into(),
-        ));
+        )),
+        Some(n) if n < least => Err(ConfigError::Invalid(format!(
+            "--frames {n}: {ports} ports need at least {least} UMEM frames (each port's receive \
+             socket is lent a full fill ring of {FILL_RING_FRAMES}, one port after the other, \
+             so with fewer the last ports receive little or nothing); give --frames {least} or \
+             more, or leave it off to size the UMEM from the ports"
+        ))),
+        _ => Ok(frames),
     }
-    Ok(frames)
 }
 
 /// The data path's thread and tables.

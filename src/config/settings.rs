@@ -5,7 +5,7 @@ use crate::aqm::{AqmConfig, AqmEnv};
 use crate::port::{NotEctPolicy, PortConfig};
 use crate::units::{self, Nanos, Rate};
 
-use super::PcapSettings;
+use super::{ConfigError, PcapSettings};
 
 /// Everything one port needs.
 #[derive(Clone, Debug)]
@@ -63,6 +63,23 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// What running the switch on interfaces needs beyond a consistent
+    /// configuration: a second port. A frame never leaves by the port it came
+    /// in on, so a one-port switch forwards nothing — while it holds the
+    /// interface, the host behind it is cut off. (One-port settings remain
+    /// valid for the core: the harness and tests drive such switches.)
+    pub fn check_runnable(&self) -> Result<(), ConfigError> {
+        if let [only] = &self.ports[..] {
+            return Err(ConfigError::Invalid(format!(
+                "--ports {}: a switch needs at least two ports (a frame never leaves by the \
+                 port it came in on, so one port forwards nothing); name two or more, \
+                 e.g. --ports veth0,veth1",
+                only.name
+            )));
+        }
+        Ok(())
+    }
+
     /// Lines describing the effective configuration, printed at start-up.
     pub fn describe(&self) -> String {
         let mut out = String::new();
