@@ -20,6 +20,7 @@ pub mod results;
 pub mod runner;
 pub mod scale;
 pub mod scenario;
+pub mod stats;
 pub mod timeseries;
 
 pub use runner::{run, Fault, RunOptions, RunReport};
