@@ -70,6 +70,7 @@ fn options(test: &str) -> (RunOptions, String) {
             fault: None,
             prefix: Some(prefix.clone()),
             scaling: None,
+            first_repeat: 0,
         },
         prefix,
     )
