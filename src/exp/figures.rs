@@ -321,37 +321,39 @@ fn queue_vs_flows(input: &FigureInput) -> Option<Figure> {
     if st.flows_sweep.is_empty() {
         return None;
     }
-    grid(
-        vec![
-            spread_panel(
-                input,
-                "queue length vs number of flows: mean",
-                "queue.mean_kb",
-                "backlog",
-            ),
-            spread_panel(
-                input,
-                "queue length vs number of flows: 99th",
-                "queue.p99_kb",
-                "backlog",
-            ),
-            spread_panel(
-                input,
-                "goodput vs number of flows",
-                "goodput_mbps",
-                "goodput",
-            ),
-            spread_panel(input, "marks per run", "marks", "packets"),
-            sweep_panel(
-                input,
-                "share of goodput per DSCP (queue)",
-                "share".into(),
-                dscp_shares(input),
-            ),
-        ],
-        vec![spread_note()],
-        input,
-    )
+    let mut panels = vec![
+        spread_panel(
+            input,
+            "queue length vs number of flows: mean",
+            "queue.mean_kb",
+            "backlog",
+        ),
+        spread_panel(
+            input,
+            "queue length vs number of flows: 99th",
+            "queue.p99_kb",
+            "backlog",
+        ),
+        spread_panel(
+            input,
+            "goodput vs number of flows",
+            "goodput_mbps",
+            "goodput",
+        ),
+        spread_panel(input, "marks per run", "marks", "packets"),
+    ];
+    // TCN Fig. 1: the scheduler's promise is a share per queue (when the
+    // flows use more than one DSCP).
+    let shares = dscp_shares(input);
+    if !shares.is_empty() {
+        panels.push(sweep_panel(
+            input,
+            "share of goodput per DSCP (queue)",
+            "share".into(),
+            shares,
+        ));
+    }
+    grid(panels, vec![spread_note()], input)
 }
 
 /// One series per AQM and DSCP: that DSCP's share of the goodput.

@@ -310,7 +310,12 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
         lo = lo.min(0.0);
     }
     if hi - lo < 1e-9 {
-        hi = lo + lo.abs().max(1.0) * 0.1;
+        // One value: put it in the middle (or on the floor at zero).
+        let d = lo.abs().max(1.0) * 0.1;
+        if !(from_zero && lo >= 0.0 && lo < d) {
+            lo -= d;
+        }
+        hi += d;
     }
     let pad = (hi - lo) * 0.05;
     (if from_zero && lo >= 0.0 { lo } else { lo - pad }, hi + pad)
@@ -423,13 +428,19 @@ where
 {
     let (plot_area, legend_area) = area.split_horizontally(PANEL_W);
     let pts = || p.series.iter().flat_map(|s| s.points.iter());
-    let xs = range(pts().map(|q| q.x), false);
+    let given = p.x_ticks.iter().flatten().copied();
+    let xs = range(pts().map(|q| q.x).chain(given), false);
     let ys = range(
         pts().flat_map(|q| [Some(q.y), q.lo, q.hi].into_iter().flatten()),
         true,
     );
     let x_ticks = match &p.x_ticks {
-        Some(t) => t.clone(),
+        // Ticks outside the axis would be drawn outside the panel.
+        Some(t) => t
+            .iter()
+            .copied()
+            .filter(|v| (xs.0..=xs.1).contains(v))
+            .collect(),
         None => even_ticks(xs.0, xs.1, 8.0),
     };
     let y_ticks = even_ticks(ys.0, ys.1, 8.0);

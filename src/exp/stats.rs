@@ -28,9 +28,15 @@
 //!   mean is not clearly above zero.
 //! * **Holm's step-down correction** of a family of p-values.
 //!
-//! The unit tests compare every one of these with reference values computed
-//! by scipy / numpy / statsmodels (`scripts/stats-reference.py`,
-//! `testdata/stats_reference.json`).
+//! The distributions (t, normal via erfc, the incomplete beta) come from
+//! `statrs`, a well-kept crate; the tests, intervals and corrections are
+//! written here — a few dozen lines each — because the Rust crates that offer
+//! some of them (rustats 0.1, hypors 0.3, inferust 0.1) are young 0.x
+//! crates of one author each: rather than depend on their small-sample
+//! behaviour, these are written here and pinned. The unit tests compare
+//! every one of them with
+//! reference values computed by scipy / numpy / statsmodels
+//! (`scripts/stats-reference.py`, `testdata/stats_reference.json`).
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};

@@ -371,7 +371,7 @@ impl Methods {
                 TestMethod::Welch => "Welch's two-sample t-test, two-sided".into(),
                 TestMethod::MannWhitney => "Mann-Whitney U, two-sided; exact without ties, normal approximation with tie and continuity correction otherwise".into(),
             },
-            correction: "Holm over the schemes compared with the baseline at one sweep value for one number; numbers and sweep values are separate families".into(),
+            correction: "Holm over the schemes compared with the baseline at one sweep value for one number; numbers and sweep values are separate families; the ratio's interval is not adjusted, so it can exclude 1 where the adjusted verdict finds no difference".into(),
             verdict: format!("lower / higher: adjusted p < {ALPHA}; no_difference: no difference beyond run-to-run noise, which with few repeats is not evidence that the two are equal (the ratio's interval says how large a difference could hide); untested: fewer than 2 faithful repeats on a side"),
             pooled: "all flows / queries / probes of the faithful repeats in one distribution, as the papers pool (a p99 over all flows); not used by the verdicts".into(),
         }
