@@ -1084,6 +1084,27 @@ mod tests {
         assert!(n >= 13, "only {n} scenarios found in {}", dir.display());
     }
 
+    #[test]
+    fn a_manifests_scenario_reads_back() {
+        // `report` rebuilds a summary from the scenario in manifest.json.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let sc = Scenario::load(&p).unwrap();
+                let json = serde_json::to_value(&sc).unwrap();
+                let back: Scenario = serde_json::from_value(json)
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!(back, sc, "{}", p.display());
+            }
+        }
+        // Manifests written before counts serialised as numbers.
+        let old: FlowCount = serde_json::from_str(r#"{"Fixed": 4}"#).unwrap();
+        assert_eq!(old, FlowCount::Fixed(4));
+        let old: FlowCount = serde_json::from_str(r#""Sweep""#).unwrap();
+        assert_eq!(old, FlowCount::Sweep);
+    }
+
     const WORKLOAD: &str = r#"
         name = "ws"
         baseline = "dctcp"
