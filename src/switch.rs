@@ -23,11 +23,11 @@ use serde::Serialize;
 
 use crate::aqm::{Aqm, DropReason};
 use crate::bridge::{Bridge, BridgeConfig, Forward};
-use crate::capture::{Capture, CaptureConfig, Fate, PortTrace};
+use crate::capture::{Capture, CaptureConfig, Fate};
 use crate::delay::DelayLine;
 use crate::ingress::IngressLink;
 use crate::packet::{FrameId, FrameStore, Packet};
-use crate::port::{EgressPort, PortConfig, PortConfigError};
+use crate::port::{no_witness, EgressPort, PortConfig, PortConfigError};
 use crate::raqm::{self, AckDrop, Offer, Raqm};
 use crate::units::{Nanos, Rate};
 use crate::wire;
@@ -221,13 +221,10 @@ impl<A: Aqm> Switch<A> {
         })
     }
 
-    /// Turns capture on (see [`crate::capture`]): every egress port traces
-    /// its verdicts, and the switch records frames into a batch the caller
+    /// Turns capture on (see [`crate::capture`]): the switch records frames,
+    /// and what its egress ports did with them, into a batch the caller
     /// collects with [`capture_mut`](Self::capture_mut).
     pub fn enable_capture(&mut self, cfg: CaptureConfig) {
-        for p in &mut self.ports {
-            p.egress.set_trace(Some(PortTrace::new(cfg.snaplen)));
-        }
         self.capture = Some(Box::new(Capture::new(cfg)));
     }
     /// The capture, when on.
@@ -236,19 +233,15 @@ impl<A: Aqm> Switch<A> {
     }
 
     /// Enqueues `pkt` on egress port `out` and, when capturing, notes its
-    /// fate. Every enqueue of the switch goes through here, so that a port's
-    /// trace holds only dequeue events when [`poll`](Self::poll) reads it.
+    /// fate. Every enqueue of the switch goes through here.
     #[inline]
     fn enqueue_on<S: FrameStore>(&mut self, out: usize, pkt: Packet, now: Nanos, store: &mut S) {
         if let Some(p) = self.ports.get_mut(pkt.ingress_port as usize) {
             p.io.forwarded += 1;
         }
-        let p = &mut self.ports[out];
-        p.egress.enqueue(pkt, now, store);
+        let admission = self.ports[out].egress.enqueue(pkt, now, store);
         if let Some(c) = self.capture.as_deref_mut() {
-            if let Some(t) = p.egress.trace_mut() {
-                c.after_enqueue(out as u16, t);
-            }
+            c.enqueued(out as u16, admission);
         }
     }
 
@@ -465,13 +458,17 @@ impl<A: Aqm> Switch<A> {
         for (i, p) in self.ports.iter_mut().enumerate() {
             p.egress.tick(now);
             loop {
-                let out = p.egress.dequeue(now, store);
+                let departed = match capture.as_deref_mut() {
+                    Some(c) => p.egress.dequeue_with(now, store, &mut |pkt, why, bytes| {
+                        c.dequeue_dropped(i as u16, now, pkt, why, bytes)
+                    }),
+                    None => p.egress.dequeue_with(now, store, &mut no_witness),
+                };
+                let Some(d) = departed else { break };
                 if let Some(c) = capture.as_deref_mut() {
-                    if let Some(t) = p.egress.trace_mut() {
-                        c.after_dequeue(i as u16, now, t);
-                    }
+                    c.departed(i as u16, now, &d);
                 }
-                let Some(pkt) = out else { break };
+                let pkt = d.pkt;
                 if let Some(r) = &mut self.raqm {
                     r.ports[i].on_departure(pkt.len as u64);
                 }
