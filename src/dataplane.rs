@@ -311,12 +311,11 @@ pub fn capture(
     passes: Option<&PassIntervals>,
     guard: &Thresholds,
 ) -> Captured {
-    let raqm = sw.raqm();
+    let flows_with_scale = sw.window_scales().map_or(0, |s| s.len());
     let ports = sw
         .ports()
         .iter()
-        .enumerate()
-        .map(|(i, p)| CapturedPort {
+        .map(|p| CapturedPort {
             io: p.io.clone(),
             egress: p.egress.counters().summary(),
             backlog_bytes: p.egress.backlog_bytes(),
@@ -325,7 +324,7 @@ pub fn capture(
             aqm: p.egress.aqm().report(),
             classifier: p.egress.classifier_report(),
             link: p.egress.shaper().fidelity(now),
-            raqm: raqm.map(|r| r.report(i, now)),
+            raqm: p.raqm.as_ref().map(|r| r.report(now, flows_with_scale)),
             ingress: p
                 .ingress_link
                 .as_ref()

@@ -726,13 +726,13 @@ mod tests {
         for k in 0..10 {
             h.step(&seg(1, 3, 1 + k % 2, 0));
         }
-        let held = h.switch().raqm().unwrap().ports[2].viq_len();
+        let held = h.switch().ports()[2].raqm.as_ref().unwrap().viq_len();
         assert!(held > 0, "no ACK held");
         h.step(&Op::Housekeeping); // takes the capture batch
         for _ in 0..200 {
             h.step(&Op::Advance(10_000));
         }
-        assert_eq!(h.switch().raqm().unwrap().ports[2].viq_len(), 0);
+        assert_eq!(h.switch().ports()[2].raqm.as_ref().unwrap().viq_len(), 0);
         h.finish();
     }
 
