@@ -66,6 +66,7 @@ fn dctcp_incast_through_r_aqm_holds_acks() {
         fault: None,
         prefix: Some(prefix.clone()),
         scaling: None,
+        first_repeat: 0,
     };
     let result = exp::run(&sc, "raqm-test", &opts);
     let left = leftovers(&prefix, &out);
