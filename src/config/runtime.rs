@@ -25,9 +25,9 @@ pub(super) fn duration(l: &Layers) -> Result<Option<Nanos>, ConfigError> {
 }
 
 /// UMEM frames each port's receive socket is lent at once: one full fill
-/// ring, as the data path sizes it (`dataplane::ring_options`). The data path
-/// fills the sockets' rings in port order, so with fewer frames than this per
-/// port the last ports are lent few or none and receive little or nothing.
+/// ring (`dataplane::ports::ring_options` sizes the ring from this). The data
+/// path fills the sockets' rings in port order, so with fewer frames than this
+/// per port the last ports are lent few or none and receive little or nothing.
 pub const FILL_RING_FRAMES: u32 = 1024;
 
 /// `--frames`: None sizes the UMEM from the ports (`dataplane::frames_needed`);

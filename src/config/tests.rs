@@ -441,3 +441,71 @@ fn pcap_settings_from_the_toml_file() {
     assert_eq!(s.ports, vec![false, true]);
     assert_eq!((s.snaplen, s.max_bytes), (64, 2_000_000));
 }
+
+/// The README's flag table (under "| flag | meaning") names every flag of
+/// [`Options`] and no flag that does not exist, so it cannot drift when a
+/// setting is added or renamed.
+#[test]
+fn readme_flag_table_names_exactly_the_flags() {
+    let readme = include_str!("../../README.md");
+    let table: Vec<&str> = readme
+        .split("\n| flag | meaning (default) |\n")
+        .nth(1)
+        .expect("README has the flag table")
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let mut listed: Vec<String> = Vec::new();
+    for line in &table {
+        let mut rest = *line;
+        while let Some(i) = rest.find("`--") {
+            let name: String = rest[i + 3..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            rest = &rest[i + 3 + name.len()..];
+            listed.push(name);
+        }
+    }
+    listed.sort_unstable();
+    listed.dedup();
+    let cmd = <Options as clap::Args>::augment_args(clap::Command::new("softswitch"));
+    let mut flags: Vec<String> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect();
+    flags.sort_unstable();
+    assert_eq!(
+        listed, flags,
+        "README.md's flag table against config::Options"
+    );
+}
+
+/// The `--aqm A` row of the flag table and the config-file example list the
+/// AQMs `--aqm` accepts, in the registry's order.
+#[test]
+fn readme_names_the_registered_aqms_where_it_lists_them() {
+    use crate::aqm::config::AQM_NAMES;
+    let readme = include_str!("../../README.md");
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `--aqm A` |"))
+        .expect("README's flag table has an --aqm row");
+    let names: Vec<&str> = row
+        .split(" | ")
+        .nth(1)
+        .and_then(|cell| cell.split(';').next())
+        .expect("the row's meaning cell")
+        .split(", ")
+        .map(|n| n.trim_matches('`'))
+        .collect();
+    assert_eq!(names, AQM_NAMES, "README's --aqm row");
+    let example = readme
+        .lines()
+        .find(|l| l.starts_with("aqm = "))
+        .and_then(|l| l.split("# ").nth(1))
+        .expect("README's config file example sets aqm");
+    let names: Vec<&str> = example.split(" | ").collect();
+    assert_eq!(names, AQM_NAMES, "README's config file example");
+}

@@ -35,7 +35,7 @@ const SETTLE_MS: u128 = 500;
 fn ring_options() -> XskOptions {
     XskOptions {
         rx_size: 1024,
-        fill_size: 1024,
+        fill_size: crate::config::FILL_RING_FRAMES,
         tx_size: 1024,
         comp_size: 1024,
         ..XskOptions::default()
