@@ -22,6 +22,7 @@ use super::conn::{Conn, IdleList, Outcome};
 use super::dscp::DscpMix;
 use super::poisson::PoissonArrivals;
 use super::proto::Request;
+use super::rates::FlowRateMix;
 use super::record::FlowRecord;
 use super::sock;
 use super::summary::FctSummary;
@@ -46,8 +47,9 @@ pub struct ClientConfig {
     pub conns_per_server: usize,
     /// DSCP per flow (one value, or drawn by weight per flow).
     pub dscp: DscpMix,
-    /// Requested per-flow sending rate, bit/s (0 = unpaced).
-    pub flow_rate_bps: u64,
+    /// Per-flow sending rate asked of the server, bit/s (0 = unpaced), one
+    /// or drawn by weight per flow.
+    pub flow_rate: FlowRateMix,
     /// Seed of the schedule.
     pub seed: u64,
     /// Safety bound on the whole run.
@@ -67,11 +69,13 @@ pub struct PlannedFlow {
     pub gap_ns: u64,
     /// DSCP of the request and the response.
     pub dscp: u8,
+    /// Sending rate asked of the server, bit/s (0 = unpaced).
+    pub rate_bps: u64,
 }
 
-/// Draws the whole schedule: per flow a size, a server, a gap and (only
-/// with several DSCP classes) a DSCP, in that order from one seeded
-/// generator.
+/// Draws the whole schedule: per flow a size, a server, a gap, (only with
+/// several DSCP classes) a DSCP and (only with several rates) a sending
+/// rate, in that order from one seeded generator.
 pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
     if cfg.servers.is_empty() {
         return Err(TgError::Usage(
@@ -88,12 +92,14 @@ pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
             let server = (rng.next_u64() % n) as usize;
             let gap_ns = arrivals.next_gap(&mut rng);
             let dscp = cfg.dscp.sample(&mut rng);
+            let rate_bps = cfg.flow_rate.sample(&mut rng);
             PlannedFlow {
                 id,
                 server,
                 size,
                 gap_ns,
                 dscp,
+                rate_bps,
             }
         })
         .collect())
@@ -261,7 +267,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
             id: f.id,
             size: f.size,
             dscp: f.dscp,
-            rate_bps: cfg.flow_rate_bps,
+            rate_bps: f.rate_bps,
         });
         if handed_over {
             started += 1;
@@ -378,7 +384,7 @@ mod tests {
             flows: 10_000,
             conns_per_server: 1,
             dscp: DscpMix::single(0),
-            flow_rate_bps: 0,
+            flow_rate: FlowRateMix::default(),
             seed: 9,
             timeout: Duration::from_secs(1),
         }

@@ -69,7 +69,7 @@ fn workload_200_websearch_flows_complete_once_each() {
         flows: 200,
         conns_per_server: 2,
         dscp: "10,12".parse().unwrap(),
-        flow_rate_bps: 0,
+        flow_rate: Default::default(),
         seed: 1,
         timeout: Duration::from_secs(20),
     };
@@ -298,7 +298,7 @@ fn server_that_hangs_up_is_reported_per_flow_not_a_panic() {
         flows: 3,
         conns_per_server: 1,
         dscp: super::dscp::DscpMix::single(0),
-        flow_rate_bps: 0,
+        flow_rate: Default::default(),
         seed: 1,
         timeout: Duration::from_secs(5),
     };
@@ -340,4 +340,60 @@ fn server_rejects_a_foreign_request_and_keeps_serving() {
         thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(server.stats.errors.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn trafficgenerator_config_file_drives_a_run() {
+    let servers = [TestServer::start(), TestServer::start()];
+    let text = format!(
+        "server {} {}\nserver {} {}\nreq_size_dist {}/cdf/websearch.txt\n\
+         rate 0Mbps 50\nrate 200Mbps 50\ndscp 10 1\ndscp 12 1\n",
+        servers[0].addr.ip(),
+        servers[0].addr.port(),
+        servers[1].addr.ip(),
+        servers[1].addr.port(),
+        env!("CARGO_MANIFEST_DIR"),
+    );
+    let file = super::tgconf::parse(&text, "client_config.txt").unwrap();
+    // Small flows (≤ 20 KB) so 40 of them take well under a second.
+    let cfg = ClientConfig {
+        servers: file.servers.clone(),
+        cdf: FlowSizeCdf::from_points(&[(1000.0, 0.0), (20_000.0, 1.0)]).unwrap(),
+        load: 0.2,
+        link_rate: Rate::gbit(1),
+        flows: 40,
+        conns_per_server: 1,
+        dscp: file.dscp.clone().unwrap(),
+        flow_rate: file.rates.clone().unwrap(),
+        seed: 5,
+        timeout: Duration::from_secs(10),
+    };
+    let plan = client::plan(&cfg).unwrap();
+    let rep = client::run(&cfg).unwrap();
+    assert!(rep.failures.is_empty(), "{:?}", rep.failures);
+    assert_eq!(rep.flows.len(), 40);
+    for (r, p) in rep.flows.iter().zip(&plan) {
+        assert_eq!((r.id, r.dscp), (p.id, p.dscp));
+        assert_eq!(r.rate_mbps, p.rate_bps as f64 / 1e6, "flow {}", r.id);
+        assert!(r.rate_mbps == 0.0 || r.rate_mbps == 200.0);
+    }
+    // Both rates and both DSCPs drawn, each flow to one of the file's servers.
+    for rate in [0.0, 200.0] {
+        assert!(rep.flows.iter().any(|r| r.rate_mbps == rate), "{rate}");
+    }
+    for d in [10, 12] {
+        assert!(rep.flows.iter().any(|r| r.dscp == d), "{d}");
+    }
+    // The servers count a flow just after its last byte is written.
+    let answered = || -> u64 {
+        servers
+            .iter()
+            .map(|s| s.stats.flows.load(Ordering::Relaxed))
+            .sum()
+    };
+    let t = std::time::Instant::now();
+    while answered() < 40 && t.elapsed() < Duration::from_secs(2) {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(answered(), 40);
 }
