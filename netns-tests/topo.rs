@@ -72,6 +72,12 @@ fn field(line: &str, name: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Sysctl `key` inside `h`'s namespace, read through `ip netns exec`.
+fn sysctl_in(h: &topo::Host, key: &str) -> String {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    run_ok(&mut h.exec(&["cat", &path])).trim().to_owned()
+}
+
 fn mean(v: &[u64]) -> u64 {
     v.iter().sum::<u64>() / (v.len().max(1) as u64)
 }
@@ -119,6 +125,21 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
     assert!(route.contains("initcwnd 4"), "{route}");
     let link = run_ok(&mut t.hosts[0].exec(&["ip", "-d", "link", "show", "eth0"]));
     assert!(link.contains("gso_max_segs 1 "), "{link}");
+    // `up` writes the sysctls from a thread inside each namespace (setns);
+    // `ip netns exec` reads them back there, and the root keeps its own.
+    for h in &t.hosts {
+        for (key, want) in [
+            ("net.ipv4.tcp_ecn", "1"),
+            ("net.ipv4.tcp_congestion_control", t.cc.as_str()),
+            ("net.ipv4.tcp_no_metrics_save", "1"),
+            ("net.ipv6.conf.all.accept_dad", "0"),
+            ("net.ipv6.conf.default.accept_dad", "0"),
+            ("net.ipv6.conf.default.router_solicitations", "0"),
+            ("net.ipv6.conf.eth0.router_solicitations", "0"),
+        ] {
+            assert_eq!(sysctl_in(h, key), want, "{key} in {}", h.ns);
+        }
+    }
 
     t.bridge_all();
     ping(&t.hosts[0], t.hosts[1].ip);

@@ -29,6 +29,7 @@
 mod cc;
 mod cmd;
 pub mod names;
+pub mod netns;
 mod state;
 
 use std::fmt;
@@ -44,7 +45,8 @@ pub use cc::{
 pub use names::Ipv4Net;
 pub use state::TopoRecord;
 
-use cmd::{ETHTOOL, IP, KILL, SYSCTL, TC};
+use cmd::{ETHTOOL, IP, TC};
+use netns::Sysctl;
 
 /// Largest MTU accepted: XDP cannot attach to a veth whose peer's MTU is
 /// above about 3506 bytes (one page minus headroom and skb_shared_info).
@@ -426,7 +428,7 @@ enum Made {
 fn up_inner(cfg: &TopoConfig, fault: Option<usize>) -> Result<Topology, TopoError> {
     cfg.validate()?;
     cmd::require_root()?;
-    cmd::require_tools(&[IP, TC, ETHTOOL, SYSCTL, KILL])?;
+    cmd::require_tools(&[IP, TC, ETHTOOL])?;
     let _lock = state::GlobalLock::acquire()?;
 
     let mut in_use = existing_objects(&cfg.prefix)?.names();
@@ -495,23 +497,20 @@ fn build(
     })
 }
 
-fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<String> {
+fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<Sysctl> {
     let mut s = vec![
-        format!("net.ipv4.tcp_ecn={}", u8::from(cfg.ecn)),
-        format!("net.ipv4.tcp_congestion_control={cc_name}"),
-        "net.ipv4.tcp_no_metrics_save=1".to_owned(),
+        Sysctl::new("net.ipv4.tcp_ecn", u8::from(cfg.ecn)),
+        Sysctl::new("net.ipv4.tcp_congestion_control", cc_name),
+        Sysctl::new("net.ipv4.tcp_no_metrics_save", 1),
     ];
     if Path::new("/proc/sys/net/ipv6").exists() {
         // Set before eth0 exists so it inherits them: link-local addresses
         // usable at once, no router solicitations into the switch.
-        s.extend(
-            [
-                "net.ipv6.conf.all.accept_dad=0",
-                "net.ipv6.conf.default.accept_dad=0",
-                "net.ipv6.conf.default.router_solicitations=0",
-            ]
-            .map(str::to_owned),
-        );
+        s.extend([
+            Sysctl::new("net.ipv6.conf.all.accept_dad", 0),
+            Sysctl::new("net.ipv6.conf.default.accept_dad", 0),
+            Sysctl::new("net.ipv6.conf.default.router_solicitations", 0),
+        ]);
     }
     s
 }
@@ -540,11 +539,9 @@ fn build_host(
     )?;
     made.push(Made::Netns(ns.clone()));
 
-    let mut sysctl = ip_cmd();
-    sysctl.args(["netns", "exec", &ns, "sysctl", "-q", "-w"]);
-    sysctl.args(ns_sysctls(cfg, cc_name));
-    cmd::run(
-        &mut sysctl,
+    netns::write_sysctls(
+        &ns,
+        &ns_sysctls(cfg, cc_name),
         "a namespace may select only congestion controls listed in the root namespace's \
          net.ipv4.tcp_allowed_congestion_control",
     )?;
@@ -736,12 +733,13 @@ fn delete_netns(name: &str) -> Result<Option<Vec<u32>>, TopoError> {
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect();
-    if !pids.is_empty() {
-        // Processes keep the namespace (and its veth end) alive after the
-        // name is gone. A pid that exited meanwhile makes kill fail: ignore.
-        let mut kill = cmd::command(KILL);
-        kill.arg("-KILL").args(pids.iter().map(u32::to_string));
-        let _ = cmd::output(&mut kill)?;
+    // Processes keep the namespace (and its veth end) alive after the name
+    // is gone. A pid that exited meanwhile makes kill fail: ignore.
+    for &pid in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     cmd::run(cmd::command(IP).args(["netns", "del", name]), "")?;
     Ok(Some(pids))
@@ -755,7 +753,7 @@ fn delete_netns(name: &str) -> Result<Option<Vec<u32>>, TopoError> {
 pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
     names::validate_prefix(prefix).map_err(TopoError::InvalidConfig)?;
     cmd::require_root()?;
-    cmd::require_tools(&[IP, KILL])?;
+    cmd::require_tools(&[IP])?;
     let _lock = state::GlobalLock::acquire()?;
 
     let mut report = DownReport::default();
@@ -816,11 +814,19 @@ fn ensure_bpffs() -> Result<(), TopoError> {
     {
         return Ok(());
     }
-    cmd::run(
-        cmd::command(cmd::MOUNT).args(["-t", "bpf", "bpf", "/sys/fs/bpf"]),
-        "mount it by hand: `mount -t bpf bpf /sys/fs/bpf`",
-    )?;
-    Ok(())
+    nix::mount::mount(
+        Some("bpf"),
+        "/sys/fs/bpf",
+        Some("bpf"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| TopoError::Io {
+        context: "cannot mount bpffs on /sys/fs/bpf (the kernel needs CONFIG_BPF_SYSCALL); \
+                  mount it by hand: `mount -t bpf bpf /sys/fs/bpf`"
+            .into(),
+        source: e.into(),
+    })
 }
 
 #[cfg(test)]
@@ -979,7 +985,10 @@ mod tests {
 
     #[test]
     fn sysctls_follow_config() {
-        let s = ns_sysctls(&cfg(), "bpf_dctcp");
+        let text = |c: &TopoConfig, cc: &str| -> Vec<String> {
+            ns_sysctls(c, cc).iter().map(Sysctl::to_string).collect()
+        };
+        let s = text(&cfg(), "bpf_dctcp");
         assert!(s.contains(&"net.ipv4.tcp_ecn=1".to_owned()));
         assert!(s.contains(&"net.ipv4.tcp_congestion_control=bpf_dctcp".to_owned()));
         let c = TopoConfig {
@@ -987,7 +996,7 @@ mod tests {
             cc: CongestionControl::Named("cubic".into()),
             ..cfg()
         };
-        assert!(ns_sysctls(&c, "cubic").contains(&"net.ipv4.tcp_ecn=0".to_owned()));
+        assert!(text(&c, "cubic").contains(&"net.ipv4.tcp_ecn=0".to_owned()));
     }
 
     #[test]
