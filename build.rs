@@ -19,6 +19,10 @@
 //! clang and bpftool are needed at build time only. Without them (or
 //! without kernel BTF) the build goes on with an empty object and `topo up`
 //! says why it has no DCTCP.
+//!
+//! And it embeds the git commit being built (`SOFTSWITCH_GIT_COMMIT`, read
+//! from the repository's files without running git; "unknown" outside a
+//! checkout), rebuilt when HEAD or the branch it points to moves.
 
 use std::{
     env,
@@ -32,6 +36,7 @@ const XDP_BIN: &str = "softswitch-xdp";
 const BPF_TARGET: &str = "bpfel-unknown-none";
 
 fn main() {
+    embed_git_commit();
     build_dctcp();
     for path in ["src", "Cargo.toml", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={XDP_CRATE_DIR}/{path}");
@@ -213,4 +218,56 @@ fn compile_dctcp(out_dir: &Path, obj: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Sets `SOFTSWITCH_GIT_COMMIT` to the commit HEAD names, or "unknown".
+fn embed_git_commit() {
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let (commit, watch) = git_head(&manifest_dir).unwrap_or_else(|| ("unknown".into(), vec![]));
+    for path in watch.iter().filter(|p| p.exists()) {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    println!("cargo:rustc-env=SOFTSWITCH_GIT_COMMIT={commit}");
+}
+
+/// HEAD's commit and the files that say it (HEAD, the branch's ref,
+/// packed-refs), in a checkout or a worktree (`.git` a file naming the
+/// git directory).
+fn git_head(repo: &Path) -> Option<(String, Vec<PathBuf>)> {
+    let dot_git = repo.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        repo.join(text.strip_prefix("gitdir:")?.trim())
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(rel) => git_dir.join(rel.trim()),
+        Err(_) => git_dir.clone(),
+    };
+    let head_path = git_dir.join("HEAD");
+    let head = std::fs::read_to_string(&head_path).ok()?;
+    let packed = common.join("packed-refs");
+    let mut watch = vec![head_path, packed.clone()];
+    let commit = match head.trim().strip_prefix("ref:") {
+        None => head.trim().to_owned(),
+        Some(name) => {
+            let name = name.trim();
+            let loose = common.join(name);
+            watch.push(loose.clone());
+            match std::fs::read_to_string(&loose) {
+                Ok(c) => c.trim().to_owned(),
+                Err(_) => std::fs::read_to_string(&packed)
+                    .ok()?
+                    .lines()
+                    .find_map(|l| {
+                        let (sha, r) = l.split_once(' ')?;
+                        (r.trim() == name).then(|| sha.to_owned())
+                    })?,
+            }
+        }
+    };
+    let is_hex = commit.len() >= 40 && commit.chars().all(|c| c.is_ascii_hexdigit());
+    is_hex.then_some((commit, watch))
 }
