@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
+use softswitch::timebase::Dilation;
 use softswitch::traffic::cdf::FlowSizeCdf;
 use softswitch::traffic::dscp::DscpMix;
 use softswitch::traffic::poisson::PoissonArrivals;
@@ -43,6 +44,9 @@ use softswitch::units::{parse_duration, parse_rate, parse_size, Rate};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Time dilation factor D (default 1): every time given (gaps, durations, intervals, timeouts) is emulated and lasts D times longer, every rate given (--rate, --flow-rate, -b) is emulated and runs D times lower on the wire, sizes are unchanged, and every time or rate reported is emulated. The switch and the hosts must run with the same D.
+    #[arg(long, global = true, default_value = "1")]
+    dilation: String,
 }
 
 #[derive(Subcommand)]
@@ -195,7 +199,14 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.cmd) {
+    let dilation = match cli.dilation.parse::<Dilation>() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("softswitch-tg: error: --dilation: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli.cmd, dilation) {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
         Ok(Outcome::SomeFailed) => ExitCode::from(1),
         Err(e) => {
@@ -276,7 +287,7 @@ fn write_json(path: &Option<PathBuf>, v: &serde_json::Value) -> Result<(), TgErr
     Ok(())
 }
 
-fn run(cmd: Cmd) -> Result<Outcome, TgError> {
+fn run(cmd: Cmd, dil: Dilation) -> Result<Outcome, TgError> {
     match cmd {
         Cmd::Server {
             port,
@@ -285,7 +296,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             tcp_pacing,
         } => {
             let until = match timeout {
-                Some(t) => Some(Instant::now() + duration(&t)?),
+                Some(t) => Some(Instant::now() + dil.to_real(duration(&t)?)),
                 None => None,
             };
             let server = Server::bind(SocketAddr::new(bind, port))?.tcp_pacing(tcp_pacing);
@@ -311,7 +322,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             );
             Ok(Outcome::Clean)
         }
-        Cmd::Client(args) => run_client(args),
+        Cmd::Client(args) => run_client(args, dil),
         Cmd::Incast {
             servers,
             size,
@@ -334,6 +345,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 flow_rate_bps: opt_rate_bps(&flow_rate)?,
                 timeout: duration(&timeout)?,
                 fresh,
+                dilation: dil,
             };
             let flows_w = create(&out)?;
             let queries_w = create(&qct_out)?;
@@ -352,6 +364,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                         "dscp": cfg.dscp,
                         "flow_rate_bps": cfg.flow_rate_bps,
                         "fresh": cfg.fresh,
+                        "dilation": dil,
                     },
                     "report": rep,
                 }),
@@ -385,6 +398,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 dscp: check_dscp(dscp)?,
                 rate_bps: opt_rate_bps(&rate)?,
                 sample: duration(&sample)?,
+                dilation: dil,
             };
             let mut csv_w = create(&csv)?;
             let rep = long::run(&cfg)?;
@@ -398,6 +412,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 &json!({
                     "command": "long",
                     "server": cfg.server.to_string(),
+                    "dilation": dil,
                     "report": rep,
                 }),
             )?;
@@ -412,7 +427,10 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
 }
 
 /// The client's settings from its flags and, under them, its config file.
-fn client_config(a: &ClientArgs) -> Result<(client::ClientConfig, PathBuf), TgError> {
+fn client_config(
+    a: &ClientArgs,
+    dilation: Dilation,
+) -> Result<(client::ClientConfig, PathBuf), TgError> {
     let file = match &a.config {
         Some(p) => Some(tgconf::load(p).map_err(usage)?),
         None => None,
@@ -505,12 +523,13 @@ fn client_config(a: &ClientArgs) -> Result<(client::ClientConfig, PathBuf), TgEr
         flow_rate,
         seed: a.seed,
         timeout,
+        dilation,
     };
     Ok((cfg, cdf_path))
 }
 
-fn run_client(a: ClientArgs) -> Result<Outcome, TgError> {
-    let (cfg, cdf_path) = client_config(&a)?;
+fn run_client(a: ClientArgs, dil: Dilation) -> Result<Outcome, TgError> {
+    let (cfg, cdf_path) = client_config(&a, dil)?;
     // Open the output first: a typo should not cost a whole run.
     let text = create(&a.out)?;
     let rep = client::run(&cfg)?;
@@ -532,6 +551,7 @@ fn run_client(a: ClientArgs) -> Result<Outcome, TgError> {
                 "flow_rates_bps": cfg.flow_rate.classes(),
                 "seed": cfg.seed,
                 "timeout_s": cfg.timeout.as_secs_f64(),
+                "dilation": cfg.dilation,
             },
             "text_columns": ["size_bytes", "fct_us", "dscp", "rate_mbps", "goodput_mbps"],
             "report": rep,
@@ -577,7 +597,7 @@ mod tests {
              --out flows.txt --json flows.json",
         ) {
             Cmd::Client(a) => {
-                let (cfg, _) = client_config(&a).unwrap();
+                let (cfg, _) = client_config(&a, Dilation::NONE).unwrap();
                 assert_eq!(cfg.servers.len(), 2);
                 assert_eq!((cfg.flows, cfg.conns_per_server), (1000, 4));
                 assert_eq!((cfg.load, cfg.link_rate), (0.5, Rate::gbit(1)));
@@ -603,6 +623,38 @@ mod tests {
             }
             _ => panic!("not long"),
         }
+    }
+
+    #[test]
+    fn dilation_is_global_and_checked() {
+        let cli = Cli::try_parse_from(
+            "softswitch-tg incast --servers 10.99.0.2:5001 --size 64kb --dilation 4".split(' '),
+        )
+        .unwrap();
+        assert_eq!(cli.dilation.parse::<Dilation>().unwrap().factor(), 4.0);
+        let cli = Cli::try_parse_from(
+            "softswitch-tg --dilation 2.5 long --server 10.99.0.2:5001".split(' '),
+        )
+        .unwrap();
+        assert_eq!(cli.dilation.parse::<Dilation>().unwrap().factor(), 2.5);
+        assert!("0.5".parse::<Dilation>().is_err());
+        // The client carries it; its schedule stays the emulated one.
+        let a = client_args(
+            "softswitch-tg client --servers 10.99.0.2:5001 --cdf cdf/websearch.txt \
+             --load 0.5 --rate 10gbit",
+        );
+        let a = ClientArgs {
+            cdf: Some(PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/cdf/websearch.txt"
+            ))),
+            ..a
+        };
+        let d4 = Dilation::new(4.0).unwrap();
+        let (cfg, _) = client_config(&a, d4).unwrap();
+        assert_eq!((cfg.dilation, cfg.link_rate), (d4, Rate::gbit(10)));
+        let (cfg1, _) = client_config(&a, Dilation::NONE).unwrap();
+        assert_eq!(client::plan(&cfg).unwrap(), client::plan(&cfg1).unwrap());
     }
 
     #[test]
@@ -649,7 +701,7 @@ mod tests {
             "softswitch-tg client -b 900 -c {} -n 5000 -l flows.txt -s 123",
             conf.display()
         ));
-        let (cfg, cdf) = client_config(&a).unwrap();
+        let (cfg, cdf) = client_config(&a, Dilation::NONE).unwrap();
         assert!(cdf.ends_with("cdf/websearch.txt"));
         assert_eq!(cfg.servers.len(), 3);
         assert_eq!((cfg.flows, cfg.seed), (5000, 123));
@@ -674,7 +726,7 @@ mod tests {
             "softswitch-tg client -b 900 -c {} -t 10",
             conf.display()
         ));
-        let (cfg, _) = client_config(&a).unwrap();
+        let (cfg, _) = client_config(&a, Dilation::NONE).unwrap();
         assert_eq!(cfg.flows, (10e6 / mean_gap_us) as u32);
         std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
     }
@@ -688,7 +740,7 @@ mod tests {
             conf.display(),
             env!("CARGO_MANIFEST_DIR")
         ));
-        let (cfg, cdf) = client_config(&a).unwrap();
+        let (cfg, cdf) = client_config(&a, Dilation::NONE).unwrap();
         assert_eq!(cfg.servers, vec!["10.99.0.2:5001".parse().unwrap()]);
         assert!(cdf.ends_with("cdf/datamining.txt"));
         assert_eq!(cfg.dscp, DscpMix::single(8));
@@ -700,7 +752,7 @@ mod tests {
     #[test]
     fn client_without_a_load_or_servers_says_what_to_give() {
         let conf = tg_config_file("bad");
-        let e = |args: &str| match client_config(&client_args(args)) {
+        let e = |args: &str| match client_config(&client_args(args), Dilation::NONE) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("{args} accepted"),
         };

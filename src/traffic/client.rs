@@ -8,6 +8,12 @@
 //! idle one, or on a new one when all are busy. Arrival times are absolute
 //! (`t0 + Σ gaps`), so a late start does not push back later flows; how
 //! late each request went out is recorded (`lateness`).
+//!
+//! Time dilation (D): the schedule is drawn in emulated time (the load of
+//! the emulated link rate), so it is the same for every D; the client
+//! sleeps D times each gap, asks servers for the flow rates / D, and
+//! reports FCTs, start times, lateness and the run's length in emulated
+//! time (real / D).
 
 use crossbeam_channel::RecvTimeoutError;
 use std::net::SocketAddr;
@@ -28,6 +34,7 @@ use super::sock;
 use super::summary::FctSummary;
 use super::TgError;
 use crate::rng::SimRng;
+use crate::timebase::Dilation;
 use crate::units::Rate;
 
 /// What to run.
@@ -54,6 +61,10 @@ pub struct ClientConfig {
     pub seed: u64,
     /// Safety bound on the whole run.
     pub timeout: Duration,
+    /// Time dilation: the load's link rate, the flow rates and the timeout
+    /// are emulated, so the schedule is the emulated one, slept D times
+    /// longer; every reported time is emulated (real / D).
+    pub dilation: Dilation,
 }
 
 /// One flow of the schedule.
@@ -204,8 +215,9 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     }
     let mut connections: usize = pools.iter().map(|p| p.conns.len()).sum();
 
+    let dil = cfg.dilation;
     let t0 = Instant::now();
-    let deadline = t0 + cfg.timeout;
+    let deadline = t0 + dil.to_real(cfg.timeout);
     let mut failures: Vec<FlowFailure> = Vec::new();
     let mut started = 0usize;
     let mut arrivals = 0usize;
@@ -214,7 +226,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     let mut due = t0;
     let mut timed_out = false;
     for f in &plan {
-        due += Duration::from_nanos(f.gap_ns);
+        due += dil.to_real(Duration::from_nanos(f.gap_ns));
         if due >= deadline {
             timed_out = true;
             break;
@@ -223,7 +235,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         if due > now {
             thread::sleep(due - now);
         }
-        let late_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
+        let late_us = dil.emulated_us(Instant::now().saturating_duration_since(due));
         arrivals += 1;
         lateness_sum_us += late_us as u128;
         max_lateness_us = max_lateness_us.max(late_us);
@@ -267,7 +279,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
             id: f.id,
             size: f.size,
             dscp: f.dscp,
-            rate_bps: f.rate_bps,
+            rate_bps: dil.wire_bps(f.rate_bps),
         });
         if handed_over {
             started += 1;
@@ -305,10 +317,10 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
                     req.id,
                     server,
                     req.size,
-                    end.duration_since(start).as_micros() as u64,
+                    dil.emulated_us(end.duration_since(start)),
                     req.dscp,
-                    req.rate_bps,
-                    start.duration_since(t0).as_micros() as u64,
+                    plan[req.id as usize - 1].rate_bps,
+                    dil.emulated_us(start.duration_since(t0)),
                 ));
             }
             Ok(Outcome::Failed { server, id, reason }) => {
@@ -349,7 +361,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     }
     flows.sort_by_key(|r| r.id);
     failures.sort_by_key(|f| f.id);
-    let wall_us = last_end.duration_since(t0).as_micros() as u64;
+    let wall_us = dil.emulated_us(last_end.duration_since(t0));
     let summary = FctSummary::from_records(&flows, wall_us);
     Ok(ClientReport {
         flows,
@@ -387,6 +399,7 @@ mod tests {
             flow_rate: FlowRateMix::default(),
             seed: 9,
             timeout: Duration::from_secs(1),
+            dilation: Dilation::NONE,
         }
     }
 
