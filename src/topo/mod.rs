@@ -28,6 +28,7 @@
 
 mod cc;
 mod cmd;
+pub mod dilation;
 pub mod names;
 pub mod netns;
 mod state;
@@ -42,9 +43,11 @@ pub use cc::{
     parse_cc_list, register_struct_ops_as, BPF_DCTCP, DCTCP_BPF_SOURCE, DCTCP_LINK_PIN,
     KERNEL_DCTCP,
 };
+pub use dilation::HostTimers;
 pub use names::Ipv4Net;
 pub use state::TopoRecord;
 
+use crate::timebase::Dilation;
 use cmd::{ETHTOOL, IP, TC};
 use netns::Sysctl;
 
@@ -158,6 +161,12 @@ pub struct TopoConfig {
     /// packet, so a sender is ACK-clocked segment by segment as a
     /// simulator's hosts are; `None` keeps the kernel's default.
     pub gso_segs: Option<u32>,
+    /// Time dilation D of the hosts' timers ([`HostTimers`], README "Time
+    /// dilation"): RTO_min (`rto_min` above is the emulated value), the
+    /// SYN's initial RTO, SACK compression and the other per-namespace
+    /// time constants last D times longer. [`Dilation::NONE`] (D = 1)
+    /// changes nothing.
+    pub dilation: Dilation,
 }
 
 impl Default for TopoConfig {
@@ -173,6 +182,7 @@ impl Default for TopoConfig {
             quickack: false,
             initcwnd: None,
             gso_segs: None,
+            dilation: Dilation::NONE,
         }
     }
 }
@@ -293,6 +303,8 @@ pub struct DownReport {
     pub killed_pids: Vec<u32>,
     /// Struct_ops unregistered because no topology uses it any more.
     pub unregistered: Option<String>,
+    /// The time-dilation sock_ops program was detached (no topology uses it).
+    pub dilation_detached: bool,
     /// New `net.ipv4.tcp_allowed_congestion_control`, if changed back.
     pub allowed_cc_restored: Option<String>,
 }
@@ -325,6 +337,9 @@ impl fmt::Display for DownReport {
         }
         if let Some(a) = &self.allowed_cc_restored {
             parts.push(format!("tcp_allowed_congestion_control back to `{a}`"));
+        }
+        if self.dilation_detached {
+            parts.push("detached the time-dilation sock_ops program".into());
         }
         write!(f, "removed {}", parts.join("; "))
     }
@@ -359,6 +374,11 @@ pub enum TopoError {
          ECN TCP instead, ask for it explicitly (e.g. cc = cubic)"
     )]
     DctcpUnavailable { reason: String },
+    #[error(
+        "time dilation of the hosts' timers is unavailable: {reason}\nTo run without it, leave \
+         out --dilation (D = 1)"
+    )]
+    DilationUnavailable { reason: String },
     #[error("congestion control `{name}` is not in this kernel (available: {available})")]
     CcUnavailable { name: String, available: String },
     #[error("`{command}` failed ({status}): {stderr}\n{hint}")]
@@ -423,6 +443,8 @@ enum Made {
     Record,
     Netns(String),
     Link(String),
+    /// A namespace's cookie in the time-dilation program's map.
+    DilatedNetns(u64),
 }
 
 fn up_inner(cfg: &TopoConfig, fault: Option<usize>) -> Result<Topology, TopoError> {
@@ -470,6 +492,8 @@ fn build(
         cc: String::new(),
         hosts: cfg.hosts,
         pid: std::process::id(),
+        dilation: Dilation::NONE,
+        netns_cookies: Vec::new(),
     };
     made.push(Made::Record);
     state::write_record(&record)?;
@@ -479,12 +503,21 @@ fn build(
     };
     let cc_name = state::acquire_cc(wanted)?;
     record.cc = cc_name.clone();
+    record.dilation = cfg.dilation;
     state::write_record(&record)?;
     ensure_bpffs()?;
+    if !cfg.dilation.is_none() {
+        state::acquire_dilation()?;
+    }
 
     let mut hosts = Vec::with_capacity(cfg.hosts);
     for index in 1..=cfg.hosts {
         hosts.push(build_host(cfg, &cc_name, index, made)?);
+        if let Some(Made::DilatedNetns(cookie)) = made.last() {
+            // Recorded at once, so a `down` after a crash still removes it.
+            record.netns_cookies.push(*cookie);
+            state::write_record(&record)?;
+        }
         if fault == Some(index) {
             return Err(TopoError::InjectedFault(index));
         }
@@ -497,12 +530,20 @@ fn build(
     })
 }
 
+/// The hosts' timers when `cfg` dilates time.
+fn host_timers(cfg: &TopoConfig) -> Option<HostTimers> {
+    (!cfg.dilation.is_none()).then(|| HostTimers::new(cfg.dilation, cfg.rto_min))
+}
+
 fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<Sysctl> {
     let mut s = vec![
         Sysctl::new("net.ipv4.tcp_ecn", u8::from(cfg.ecn)),
         Sysctl::new("net.ipv4.tcp_congestion_control", cc_name),
         Sysctl::new("net.ipv4.tcp_no_metrics_save", 1),
     ];
+    if let Some(t) = host_timers(cfg) {
+        s.extend(t.sysctls());
+    }
     if Path::new("/proc/sys/net/ipv6").exists() {
         // Set before eth0 exists so it inherits them: link-local addresses
         // usable at once, no router solicitations into the switch.
@@ -545,6 +586,12 @@ fn build_host(
         "a namespace may select only congestion controls listed in the root namespace's \
          net.ipv4.tcp_allowed_congestion_control",
     )?;
+    if let Some(t) = host_timers(cfg) {
+        // Before any socket exists in it: every socket of the host is dilated.
+        let cookie = netns::netns_cookie(&ns)?;
+        dilation::add_netns(cookie, &t)?;
+        made.push(Made::DilatedNetns(cookie));
+    }
 
     cmd::run(
         ip_cmd().args([
@@ -624,7 +671,11 @@ fn build_host(
         .map(|s| s.to_string())
         .collect();
         if let Some(rto) = cfg.rto_min {
-            args.extend(["rto_min".to_string(), format!("{}ms", rto.as_millis())]);
+            let ms = match host_timers(cfg) {
+                Some(t) => t.route_rto_min_ms(),
+                None => rto.as_millis(),
+            };
+            args.extend(["rto_min".to_string(), format!("{ms}ms")]);
         }
         if cfg.quickack {
             args.extend(["quickack".to_string(), "1".to_string()]);
@@ -656,6 +707,7 @@ fn rollback(prefix: &str, made: Vec<Made>) -> Vec<String> {
             Made::Record => state::remove_record(prefix)
                 .and_then(|_| state::release_shared())
                 .map(|_| ()),
+            Made::DilatedNetns(cookie) => dilation::remove_netns(*cookie).map(|_| ()),
         };
         if let Err(e) = result {
             leftovers.push(format!("{m:?}: {e}"));
@@ -759,6 +811,9 @@ pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
     let mut report = DownReport::default();
     let mut errors = Vec::new();
     let existing = existing_objects(prefix)?;
+    if let Err(e) = undilate(prefix, &existing.namespaces) {
+        errors.push(e.to_string());
+    }
     for link in &existing.links {
         match delete_link(link) {
             Ok(true) => report.links.push(link.clone()),
@@ -786,6 +841,7 @@ pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
         Ok(released) => {
             report.unregistered = released.unregistered;
             report.allowed_cc_restored = released.allowed_restored;
+            report.dilation_detached = released.dilation_detached;
         }
         Err(e) => errors.push(e.to_string()),
     }
@@ -798,6 +854,27 @@ pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
             report: Box::new(report),
         })
     }
+}
+
+/// Takes the namespaces of topology `prefix` out of the time-dilation
+/// program's map: the cookies its state file recorded, and those of the
+/// namespaces still there (a crash may have come before the record).
+fn undilate(prefix: &str, namespaces: &[String]) -> Result<(), TopoError> {
+    if !dilation::is_registered() {
+        return Ok(());
+    }
+    let mut cookies = state::read_record(prefix)
+        .map(|r| r.netns_cookies)
+        .unwrap_or_default();
+    for ns in namespaces {
+        if let Ok(c) = netns::netns_cookie(ns) {
+            cookies.push(c);
+        }
+    }
+    for c in cookies {
+        dilation::remove_netns(c)?;
+    }
+    Ok(())
 }
 
 /// Mounts bpffs on /sys/fs/bpf if nothing is mounted there (the XDP side pins
