@@ -7,7 +7,7 @@
 //!
 //! `snapshot`: the live counters the data path publishes every 100 ms, for 3
 //! ports × 8 queues with filled sojourn histograms — the copy the data path
-//! takes (`capture`) against building and serialising the JSON, which the
+//! takes (`Snapshot::take`) against building and serialising the JSON, which the
 //! stats thread now does (BENCHMARKS.md, "Headroom").
 //!
 //! `cargo bench --bench handoff`
@@ -71,7 +71,8 @@ fn bench_handoff(c: &mut Criterion) {
 
 fn bench_snapshot(c: &mut Criterion) {
     use clap::Parser;
-    use softswitch::dataplane::{build_switch, capture, PassIntervals};
+    use softswitch::dataplane::{build_switch, Snapshot};
+    use softswitch::fidelity::PassIntervals;
     let cli = softswitch::cli::Cli::try_parse_from([
         "softswitch",
         "--ports",
@@ -100,12 +101,11 @@ fn bench_snapshot(c: &mut Criterion) {
     }
     let now = 1_000_000_000;
     let mut g = c.benchmark_group("snapshot");
-    g.bench_function("capture (data path)", |b| {
-        b.iter(|| black_box(capture(&sw, &names, now, None, Some(&passes), &s.guard)))
-    });
-    let captured = capture(&sw, &names, now, None, Some(&passes), &s.guard);
+    let take = || Snapshot::take(&sw, &names, now, &s.guard).with_passes(&passes, now);
+    g.bench_function("take (data path)", |b| b.iter(|| black_box(take())));
+    let taken = take();
     g.bench_function("to_json + serialise (stats thread)", |b| {
-        b.iter(|| black_box(captured.to_json().to_string()))
+        b.iter(|| black_box(taken.to_json().to_string()))
     });
     g.finish();
 }

@@ -2,7 +2,8 @@
 //!
 //! * `raqm/hold+release`: one pure ACK into a port's VIQ (state CS, so it is
 //!   held), one departure's credit, one `step` that releases one ACK — the
-//!   core's bookkeeping per held ACK, no frame bytes touched.
+//!   core's bookkeeping per held ACK (with the rewrite check on release; the
+//!   ACK has no L3, so no frame bytes are touched).
 //! * `raqm/rewrite`: ECE + rwnd = 1 MSS (window scale 7) on a real IPv4 pure
 //!   ACK with incremental checksum updates (the frame is restored from a
 //!   copy each time so every iteration writes).
@@ -20,7 +21,7 @@ use softswitch::aqm::droptail::DropTail;
 use softswitch::bridge::BridgeConfig;
 use softswitch::packet::{FrameStore, Packet, VecStore};
 use softswitch::port::PortConfig;
-use softswitch::raqm::{Config, RaqmPort, WindowScales};
+use softswitch::raqm::{AckCtx, Config, RaqmPort, WindowScales};
 use softswitch::switch::{PortSpec, Switch};
 use softswitch::units::Rate;
 use softswitch::wire::{parse, Ipv4Packet, TcpPacket};
@@ -67,16 +68,25 @@ fn bench_core(c: &mut Criterion) {
         let (alpha, _) = cfg.alpha_n(softswitch::raqm::State::Congested);
         let mut p = RaqmPort::new(cfg, Rate::gbit(1), 0);
         let (mut out, mut dropped) = (Vec::with_capacity(16), Vec::new());
-        p.step(1, 1, &mut out, &mut dropped);
+        // No L3 on the ACK: the rewrite check runs, no bytes are touched.
+        let scales = WindowScales::default();
+        let mut st = VecStore::new();
+        let mut cx = AckCtx {
+            q_out_pkts: 1,
+            scales: &scales,
+            store: &mut st,
+        };
+        p.step(1, &mut cx, &mut out, &mut dropped);
         assert_eq!(p.state(), softswitch::raqm::State::Congested);
         let pkt = Packet::new(1, 54, None, 2);
         let mut now = 1u64;
         b.iter(|| {
             now += 1;
-            black_box(p.offer(pkt, 0, now));
+            cx.q_out_pkts = now as u32;
+            black_box(p.offer(pkt, 0, now, &mut cx));
             p.on_departure(alpha);
             out.clear();
-            p.step(now as u32, now, &mut out, &mut dropped);
+            p.step(now, &mut cx, &mut out, &mut dropped);
             black_box(out.len());
         });
         assert_eq!(p.state(), softswitch::raqm::State::Congested);

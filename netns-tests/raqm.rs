@@ -164,6 +164,7 @@ fn r_aqm_holds_acks_and_avoids_the_drops_and_rtos_of_dctcp_alone() {
         fault: None,
         prefix: Some(prefix.clone()),
         scaling: None,
+        first_repeat: 0,
     };
     let result = exp::run(&sc, "raqm-test", &opts);
     let left = leftovers(&prefix, &out);

@@ -4,7 +4,7 @@
 //! runs (no nightly needed).
 //!
 //! The switch is built the way `softswitch` builds it — command-line
-//! arguments through [`config::resolve`] and [`dataplane::build_switch`] —
+//! arguments through [`config::resolve`] and [`build_switch`] —
 //! so every AQM, scheduler, classifier and R-AQM configuration the CLI
 //! accepts can be reached; a configuration the CLI refuses is an error
 //! message, never a panic. The operations are what the data path does:
@@ -32,10 +32,12 @@
 
 use crate::aqm::AqmKind;
 use crate::capture::CaptureConfig;
+use crate::dataplane::build::build_switch;
+use crate::dataplane::snapshot::Snapshot;
 use crate::packet::VecStore;
 use crate::switch::Switch;
 use crate::units::{Nanos, SEC};
-use crate::{cli, config, dataplane, fidelity, report};
+use crate::{cli, config, fidelity, report};
 
 /// One step of a script.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -384,7 +386,7 @@ pub struct Harness {
     sw: Switch<AqmKind>,
     store: VecStore,
     now: Nanos,
-    names: Vec<String>,
+    names: std::sync::Arc<[String]>,
     envelopes: Vec<Option<Envelope>>,
     guard: fidelity::Thresholds,
     /// Frames handed out by `poll` so far.
@@ -398,7 +400,7 @@ impl Harness {
         use clap::Parser;
         let cli = cli::Cli::try_parse_from(args).map_err(|e| e.to_string())?;
         let settings = config::resolve(&cli.run).map_err(|e| e.to_string())?;
-        let mut sw = dataplane::build_switch(&settings).map_err(|e| format!("{e:#}"))?;
+        let mut sw = build_switch(&settings).map_err(|e| format!("{e:#}"))?;
         if capture {
             sw.enable_capture(CaptureConfig {
                 snaplen: 128,
@@ -455,8 +457,7 @@ impl Harness {
             }
             Op::Housekeeping => {
                 self.sw.age(self.now);
-                let snap =
-                    dataplane::snapshot(&self.sw, &self.names, self.now, None, None, &self.guard);
+                let snap = Snapshot::take(&self.sw, &self.names, self.now, &self.guard).to_json();
                 assert_eq!(
                     snap["conservation"]["holds"], true,
                     "snapshot: {}",
@@ -726,13 +727,13 @@ mod tests {
         for k in 0..10 {
             h.step(&seg(1, 3, 1 + k % 2, 0));
         }
-        let held = h.switch().raqm().unwrap().ports[2].viq_len();
+        let held = h.switch().ports()[2].raqm.as_ref().unwrap().viq_len();
         assert!(held > 0, "no ACK held");
         h.step(&Op::Housekeeping); // takes the capture batch
         for _ in 0..200 {
             h.step(&Op::Advance(10_000));
         }
-        assert_eq!(h.switch().raqm().unwrap().ports[2].viq_len(), 0);
+        assert_eq!(h.switch().ports()[2].raqm.as_ref().unwrap().viq_len(), 0);
         h.finish();
     }
 

@@ -131,7 +131,7 @@ impl Waiter {
 /// Sets this thread's timer slack to 1 ns (the default 50 µs would make
 /// every short sleep 50 µs late).
 pub fn tighten_timer_slack() {
-    if let Err(e) = crate::xsk::set_timer_slack_ns(1) {
+    if let Err(e) = nix::sys::prctl::set_timerslack(1) {
         eprintln!("softswitch: could not set the timer slack ({e}); adaptive sleeps wake late");
     }
 }

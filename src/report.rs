@@ -76,7 +76,8 @@ fn diffecn_lines(p: &Value) -> String {
 /// What to do about a NOT FAITHFUL verdict, printed under its reasons.
 pub const FIDELITY_HINT: &str = "  what to do: run at a lower --rate (`softswitch-exp calibrate SCENARIO` finds the highest rate this machine holds) and keep builds and other load off the machine while it runs; the limits are --max-lost, --max-stall and --max-stalled\n";
 
-/// Renders a snapshot (see `dataplane::snapshot`) as a table.
+/// Renders a snapshot ([`crate::dataplane::Snapshot::to_json`], plus
+/// what the data path adds) as a table.
 pub fn render(snap: &Value) -> String {
     let mut out = String::new();
     let elapsed = snap["elapsed_s"].as_f64().unwrap_or(0.0);
@@ -86,230 +87,285 @@ pub fn render(snap: &Value) -> String {
         .map(|a| a.as_slice())
         .unwrap_or(&[])
     {
-        let io = &p["io"];
-        let eg = &p["egress"]["port"];
-        let tx_bytes = u(&io["tx_bytes"]);
-        let rate = if elapsed > 0.0 {
-            tx_bytes as f64 * 8.0 / elapsed / 1e6
-        } else {
-            0.0
-        };
-        out.push_str(&format!(
-            "port {}: rx {} pkts {} | tx {} pkts {} ({rate:.1} Mbit/s avg) | backlog {} B {} pkts\n",
-            p["name"].as_str().unwrap_or("?"),
-            u(&io["rx_packets"]),
-            human_bytes(u(&io["rx_bytes"])),
-            u(&io["tx_packets"]),
-            human_bytes(tx_bytes),
-            u(&p["backlog_bytes"]),
-            u(&p["backlog_pkts"]),
-        ));
-        let mut ingress = Vec::new();
-        if let Some(a) = io["ingress_drops"].as_array() {
-            for (r, c) in crate::aqm::DropReason::ALL.iter().zip(a) {
-                if u(c) > 0 {
-                    ingress.push(format!("{}={}", r.name(), u(c)));
-                }
-            }
-        }
-        let link_drops = u(&io["link_down_drops"]);
-        if link_drops > 0 || p["link_state"].as_str().is_some_and(|s| s != "up") {
-            out.push_str(&format!(
-                "  link {}: {link_drops} frames for it released unsent while it was down or gone\n",
-                p["link_state"].as_str().unwrap_or("?"),
-            ));
-        }
-        out.push_str(&format!(
-            "  egress: enqueued {} dequeued {} | drops: {} | marks: {} | flooded {} | L2 only {} | ingress drops: {}\n",
-            u(&eg["enqueued"]["pkts"]),
-            u(&eg["dequeued"]["pkts"]),
-            reasons(&eg["dropped"]),
-            reasons(&eg["marked"]),
-            u(&io["flooded"]),
-            u(&io["l2_only"]),
-            if ingress.is_empty() { "none".to_string() } else { ingress.join(" ") },
-        ));
-        if let Some(qs) = p["egress"]["queues"].as_array() {
-            if qs.len() > 1 {
-                for (i, q) in qs.iter().enumerate() {
-                    if u(&q["arrived"]["pkts"]) == 0 {
-                        continue;
-                    }
-                    out.push_str(&format!(
-                        "    q{i}: dequeued {} ({}) drops {} marks {} backlog {} B max {} B sojourn p50 {:.1} p99 {:.1} us\n",
-                        u(&q["dequeued"]["pkts"]),
-                        human_bytes(u(&q["dequeued"]["bytes"])),
-                        reasons(&q["dropped"]),
-                        reasons(&q["marked"]),
-                        u(&q["backlog_bytes"]),
-                        u(&q["max_backlog_bytes"]),
-                        q["sojourn"]["p50_us"].as_f64().unwrap_or(0.0),
-                        q["sojourn"]["p99_us"].as_f64().unwrap_or(0.0),
-                    ));
-                }
-            }
-        }
-        if let Some(sum) = p["aqm"]["summary"].as_str() {
-            out.push_str(&format!("  {sum}\n"));
-        }
-        out.push_str(&diffecn_lines(p));
-        let s = &eg["sojourn"];
-        out.push_str(&format!(
-            "  sojourn: p50 {:.1} us p99 {:.1} us max {:.1} us | max backlog {} B\n",
-            s["p50_us"].as_f64().unwrap_or(0.0),
-            s["p99_us"].as_f64().unwrap_or(0.0),
-            s["max_us"].as_f64().unwrap_or(0.0),
-            u(&eg["max_backlog_bytes"]),
-        ));
-        let il = &p["ingress_link"];
-        if il.is_object() {
-            out.push_str(&format!(
-                "  ingress link ({}, emulated host NIC): released {} | waited for the wire {} (total {:.1} ms) | max waiting {} | dropped full {}\n",
-                il["rate"].as_str().unwrap_or("?"),
-                u(&il["released"]),
-                u(&il["delayed"]),
-                il["waited_ms"].as_f64().unwrap_or(0.0),
-                u(&il["max_backlog_pkts"]),
-                u(&il["dropped_full"]),
-            ));
-        }
-        let r = &p["raqm"];
-        if r.is_object() {
-            let f = |k: &str| r["state_ms"][k].as_f64().unwrap_or(0.0);
-            out.push_str(&format!(
-                "  r-aqm: {} | ACKs seen {} passed {} held {} released {} | dropped stale {} viq-full {} | VIQ {} (max {}) | rewrites ece {} rwnd {} (scale unknown {}) | NS {:.1} ms DS {:.1} ms CS {:.1} ms\n",
-                r["state"].as_str().unwrap_or("?"),
-                u(&r["acks_seen"]),
-                u(&r["acks_passed"]),
-                u(&r["acks_held"]),
-                u(&r["acks_released"]),
-                u(&r["dropped_stale"]),
-                u(&r["dropped_viq_full"]),
-                u(&r["viq_pkts"]),
-                u(&r["viq_max"]),
-                u(&r["rewrites"]["ece"]),
-                u(&r["rewrites"]["rwnd"]),
-                u(&r["rewrites"]["rwnd_unknown_scale"]),
-                f("normal"),
-                f("draining"),
-                f("congested"),
-            ));
-        }
-        let l = &p["link"];
-        if u(&l["busy_ns"]) > 0 {
-            out.push_str(&format!(
-                "  link: backlogged {}, lost {} ({:.2} % of it){}\n",
-                human_time(u(&l["busy_ns"])),
-                human_time(u(&l["lost_ns"])),
-                l["lost_fraction"].as_f64().unwrap_or(0.0) * 100.0,
-                match u(&l["excess_pkts"]) {
-                    0 => String::new(),
-                    n => format!(
-                        ", {n} frames ({} B) above rate + bucket",
-                        u(&l["excess_bytes"])
-                    ),
-                },
-            ));
-        }
+        port_section(&mut out, p, elapsed);
     }
     if let Some(l) = snap.get("loop") {
-        let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
-        out.push_str(&format!(
-            "data path: {} passes, interval p50 {:.1} us p99 {:.1} us p99.9 {:.1} us max {:.1} us, {} over 100 us\n",
-            u(&l["passes"]),
-            f("p50_us"),
-            f("p99_us"),
-            f("p999_us"),
-            f("max_us"),
-            u(&l["over_100us"]),
-        ));
-        if l.get("stalls").is_some() {
-            out.push_str(&format!(
-                "  stalls while frames waited: {}, {:.1} ms in all ({:.1} ms inside tx kicks, \
-                 {:.1} ms after yielding, {:.1} ms waiting for a CPU), longest {:.1} us \
-                 ({:.1} us inside tx kicks, {:.1} us after yielding, {:.1} us waiting); \
-                 longest tx kick {:.1} us\n",
-                u(&l["stalls"]),
-                f("stalled_ms"),
-                f("stalled_in_kicks_ms"),
-                f("stalled_in_yield_ms"),
-                f("stalled_waiting_ms"),
-                f("max_stall_us"),
-                f("max_stall_in_kicks_us"),
-                f("max_stall_in_yield_us"),
-                f("max_stall_waiting_us"),
-                f("max_kick_us"),
-            ));
-            if let Some(w) = l["thread_waited_ms"].as_f64() {
-                out.push_str(&format!(
-                    "  the data-path thread waited {w:.1} ms in all for a CPU (other tasks ran on it)\n"
-                ));
-            }
-        }
-        if let Some(p) = l.get("poll") {
-            let g = |k: &str| p[k].as_f64().unwrap_or(0.0);
-            out.push_str(&format!(
-                "  adaptive poll: {} sleeps, {:.1} ms asleep, woke {:.1} us late on average (max {:.1} us)\n",
-                u(&p["sleeps"]),
-                g("slept_ms"),
-                g("mean_late_us"),
-                g("max_late_us"),
-            ));
-        }
+        loop_section(&mut out, l);
     }
     if let Some(v) = snap.get("fidelity") {
-        if v["faithful"].as_bool() == Some(true) {
-            out.push_str("fidelity: faithful (no port lost link time beyond the limit, no burst above rate + bucket, no long stall)\n");
-        } else {
-            out.push_str("fidelity: NOT FAITHFUL — the machine did not emulate the link:\n");
-            for r in v["reasons"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
-                out.push_str(&format!("  - {}\n", r.as_str().unwrap_or("?")));
-            }
-            out.push_str(FIDELITY_HINT);
-        }
+        fidelity_section(&mut out, v);
     }
     if let Some(m) = snap.get("umem") {
-        let rings = match m.get("on_rings") {
-            Some(r) if m["rings_match"].as_bool() == Some(false) => {
-                format!(" (FILL + RX RINGS HOLD {}, NOT {})", u(r), u(&m["in_fill"]))
-            }
-            Some(r) => format!(" (fill + rx rings hold {})", u(r)),
-            None => String::new(),
-        };
-        let ok = m["balanced"].as_bool() == Some(true) && m["rings_match"].as_bool() != Some(false);
-        out.push_str(&format!(
-            "umem: {} frames: free {}, lent to the kernel for rx {}{rings}, held {}, in tx {}{}\n",
-            u(&m["frames"]),
-            u(&m["free"]),
-            u(&m["in_fill"]),
-            u(&m["held_by_app"]),
-            u(&m["in_tx"]),
-            if ok {
-                " — every frame accounted for"
-            } else {
-                " — FRAMES UNACCOUNTED"
-            },
-        ));
+        umem_section(&mut out, m);
     }
     if let Some(c) = snap.get("conservation") {
-        let sw = &c["switch"];
-        if c["holds"].as_bool() == Some(true) {
-            out.push_str(&format!(
-                "counters add up: rx + flood copies = tx + drops + filtered + held + drained = {} frames switch-wide; per port ingress and egress (frames, bytes) too\n",
-                u(&sw["input"]),
-            ));
-        } else {
-            out.push_str("counters DO NOT ADD UP:\n");
-            for f in c["failures"]
-                .as_array()
-                .map(|a| a.as_slice())
-                .unwrap_or(&[])
-            {
-                out.push_str(&format!("  - {}\n", f.as_str().unwrap_or("?")));
+        conservation_section(&mut out, c);
+    }
+    out
+}
+
+/// One port: traffic, link state, egress, queues, AQM, sojourn, host link,
+/// R-AQM, link fidelity.
+fn port_section(out: &mut String, p: &Value, elapsed: f64) {
+    let io = &p["io"];
+    let eg = &p["egress"]["port"];
+    let tx_bytes = u(&io["tx_bytes"]);
+    let rate = if elapsed > 0.0 {
+        tx_bytes as f64 * 8.0 / elapsed / 1e6
+    } else {
+        0.0
+    };
+    out.push_str(&format!(
+        "port {}: rx {} pkts {} | tx {} pkts {} ({rate:.1} Mbit/s avg) | backlog {} B {} pkts\n",
+        p["name"].as_str().unwrap_or("?"),
+        u(&io["rx_packets"]),
+        human_bytes(u(&io["rx_bytes"])),
+        u(&io["tx_packets"]),
+        human_bytes(tx_bytes),
+        u(&p["backlog_bytes"]),
+        u(&p["backlog_pkts"]),
+    ));
+    let link_drops = u(&io["link_down_drops"]);
+    if link_drops > 0 || p["link_state"].as_str().is_some_and(|s| s != "up") {
+        out.push_str(&format!(
+            "  link {}: {link_drops} frames for it released unsent while it was down or gone\n",
+            p["link_state"].as_str().unwrap_or("?"),
+        ));
+    }
+    out.push_str(&format!(
+        "  egress: enqueued {} dequeued {} | drops: {} | marks: {} | flooded {} | L2 only {} | ingress drops: {}\n",
+        u(&eg["enqueued"]["pkts"]),
+        u(&eg["dequeued"]["pkts"]),
+        reasons(&eg["dropped"]),
+        reasons(&eg["marked"]),
+        u(&io["flooded"]),
+        u(&io["l2_only"]),
+        ingress_drops(&io["ingress_drops"]),
+    ));
+    queue_lines(out, &p["egress"]["queues"]);
+    if let Some(sum) = p["aqm"]["summary"].as_str() {
+        out.push_str(&format!("  {sum}\n"));
+    }
+    out.push_str(&diffecn_lines(p));
+    let s = &eg["sojourn"];
+    out.push_str(&format!(
+        "  sojourn: p50 {:.1} us p99 {:.1} us max {:.1} us | max backlog {} B\n",
+        s["p50_us"].as_f64().unwrap_or(0.0),
+        s["p99_us"].as_f64().unwrap_or(0.0),
+        s["max_us"].as_f64().unwrap_or(0.0),
+        u(&eg["max_backlog_bytes"]),
+    ));
+    ingress_link_line(out, &p["ingress_link"]);
+    raqm_line(out, &p["raqm"]);
+    link_fidelity_line(out, &p["link"]);
+}
+
+/// Non-zero entries of the `ingress_drops` array (indexed by drop reason)
+/// as `reason=pkts`.
+fn ingress_drops(a: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = a.as_array() {
+        for (r, c) in crate::aqm::DropReason::ALL.iter().zip(a) {
+            if u(c) > 0 {
+                parts.push(format!("{}={}", r.name(), u(c)));
             }
         }
     }
-    out
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// One line per queue that saw traffic (ports with more than one queue).
+fn queue_lines(out: &mut String, queues: &Value) {
+    let Some(qs) = queues.as_array().filter(|qs| qs.len() > 1) else {
+        return;
+    };
+    for (i, q) in qs.iter().enumerate() {
+        if u(&q["arrived"]["pkts"]) == 0 {
+            continue;
+        }
+        out.push_str(&format!(
+            "    q{i}: dequeued {} ({}) drops {} marks {} backlog {} B max {} B sojourn p50 {:.1} p99 {:.1} us\n",
+            u(&q["dequeued"]["pkts"]),
+            human_bytes(u(&q["dequeued"]["bytes"])),
+            reasons(&q["dropped"]),
+            reasons(&q["marked"]),
+            u(&q["backlog_bytes"]),
+            u(&q["max_backlog_bytes"]),
+            q["sojourn"]["p50_us"].as_f64().unwrap_or(0.0),
+            q["sojourn"]["p99_us"].as_f64().unwrap_or(0.0),
+        ));
+    }
+}
+
+/// The emulated host link (`--ingress-rate`), if the port has one.
+fn ingress_link_line(out: &mut String, il: &Value) {
+    if !il.is_object() {
+        return;
+    }
+    out.push_str(&format!(
+        "  ingress link ({}, emulated host NIC): released {} | waited for the wire {} (total {:.1} ms) | max waiting {} | dropped full {}\n",
+        il["rate"].as_str().unwrap_or("?"),
+        u(&il["released"]),
+        u(&il["delayed"]),
+        il["waited_ms"].as_f64().unwrap_or(0.0),
+        u(&il["max_backlog_pkts"]),
+        u(&il["dropped_full"]),
+    ));
+}
+
+/// R-AQM on the port, if on.
+fn raqm_line(out: &mut String, r: &Value) {
+    if !r.is_object() {
+        return;
+    }
+    let f = |k: &str| r["state_ms"][k].as_f64().unwrap_or(0.0);
+    out.push_str(&format!(
+        "  r-aqm: {} | ACKs seen {} passed {} held {} released {} | dropped stale {} viq-full {} | VIQ {} (max {}) | rewrites ece {} rwnd {} (scale unknown {}) | NS {:.1} ms DS {:.1} ms CS {:.1} ms\n",
+        r["state"].as_str().unwrap_or("?"),
+        u(&r["acks_seen"]),
+        u(&r["acks_passed"]),
+        u(&r["acks_held"]),
+        u(&r["acks_released"]),
+        u(&r["dropped_stale"]),
+        u(&r["dropped_viq_full"]),
+        u(&r["viq_pkts"]),
+        u(&r["viq_max"]),
+        u(&r["rewrites"]["ece"]),
+        u(&r["rewrites"]["rwnd"]),
+        u(&r["rewrites"]["rwnd_unknown_scale"]),
+        f("normal"),
+        f("draining"),
+        f("congested"),
+    ));
+}
+
+/// Link time lost while backlogged, and bursts above the envelope.
+fn link_fidelity_line(out: &mut String, l: &Value) {
+    if u(&l["busy_ns"]) == 0 {
+        return;
+    }
+    out.push_str(&format!(
+        "  link: backlogged {}, lost {} ({:.2} % of it){}\n",
+        human_time(u(&l["busy_ns"])),
+        human_time(u(&l["lost_ns"])),
+        l["lost_fraction"].as_f64().unwrap_or(0.0) * 100.0,
+        match u(&l["excess_pkts"]) {
+            0 => String::new(),
+            n => format!(
+                ", {n} frames ({} B) above rate + bucket",
+                u(&l["excess_bytes"])
+            ),
+        },
+    ));
+}
+
+/// The data path's loop: pass intervals, stalls, adaptive poll.
+fn loop_section(out: &mut String, l: &Value) {
+    let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
+    out.push_str(&format!(
+        "data path: {} passes, interval p50 {:.1} us p99 {:.1} us p99.9 {:.1} us max {:.1} us, {} over 100 us\n",
+        u(&l["passes"]),
+        f("p50_us"),
+        f("p99_us"),
+        f("p999_us"),
+        f("max_us"),
+        u(&l["over_100us"]),
+    ));
+    if l.get("stalls").is_some() {
+        out.push_str(&format!(
+            "  stalls while frames waited: {}, {:.1} ms in all ({:.1} ms inside tx kicks, \
+             {:.1} ms after yielding, {:.1} ms waiting for a CPU), longest {:.1} us \
+             ({:.1} us inside tx kicks, {:.1} us after yielding, {:.1} us waiting); \
+             longest tx kick {:.1} us\n",
+            u(&l["stalls"]),
+            f("stalled_ms"),
+            f("stalled_in_kicks_ms"),
+            f("stalled_in_yield_ms"),
+            f("stalled_waiting_ms"),
+            f("max_stall_us"),
+            f("max_stall_in_kicks_us"),
+            f("max_stall_in_yield_us"),
+            f("max_stall_waiting_us"),
+            f("max_kick_us"),
+        ));
+        if let Some(w) = l["thread_waited_ms"].as_f64() {
+            out.push_str(&format!(
+                "  the data-path thread waited {w:.1} ms in all for a CPU (other tasks ran on it)\n"
+            ));
+        }
+    }
+    if let Some(p) = l.get("poll") {
+        let g = |k: &str| p[k].as_f64().unwrap_or(0.0);
+        out.push_str(&format!(
+            "  adaptive poll: {} sleeps, {:.1} ms asleep, woke {:.1} us late on average (max {:.1} us)\n",
+            u(&p["sleeps"]),
+            g("slept_ms"),
+            g("mean_late_us"),
+            g("max_late_us"),
+        ));
+    }
+}
+
+/// The fidelity guard's verdict and, if not faithful, its reasons.
+fn fidelity_section(out: &mut String, v: &Value) {
+    if v["faithful"].as_bool() == Some(true) {
+        out.push_str("fidelity: faithful (no port lost link time beyond the limit, no burst above rate + bucket, no long stall)\n");
+    } else {
+        out.push_str("fidelity: NOT FAITHFUL — the machine did not emulate the link:\n");
+        for r in v["reasons"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
+            out.push_str(&format!("  - {}\n", r.as_str().unwrap_or("?")));
+        }
+        out.push_str(FIDELITY_HINT);
+    }
+}
+
+/// Where the UMEM's frames are.
+fn umem_section(out: &mut String, m: &Value) {
+    let rings = match m.get("on_rings") {
+        Some(r) if m["rings_match"].as_bool() == Some(false) => {
+            format!(" (FILL + RX RINGS HOLD {}, NOT {})", u(r), u(&m["in_fill"]))
+        }
+        Some(r) => format!(" (fill + rx rings hold {})", u(r)),
+        None => String::new(),
+    };
+    let ok = m["balanced"].as_bool() == Some(true) && m["rings_match"].as_bool() != Some(false);
+    out.push_str(&format!(
+        "umem: {} frames: free {}, lent to the kernel for rx {}{rings}, held {}, in tx {}{}\n",
+        u(&m["frames"]),
+        u(&m["free"]),
+        u(&m["in_fill"]),
+        u(&m["held_by_app"]),
+        u(&m["in_tx"]),
+        if ok {
+            " — every frame accounted for"
+        } else {
+            " — FRAMES UNACCOUNTED"
+        },
+    ));
+}
+
+/// Whether the counter identities hold, and which do not.
+fn conservation_section(out: &mut String, c: &Value) {
+    let sw = &c["switch"];
+    if c["holds"].as_bool() == Some(true) {
+        out.push_str(&format!(
+            "counters add up: rx + flood copies = tx + drops + filtered + held + drained = {} frames switch-wide; per port ingress and egress (frames, bytes) too\n",
+            u(&sw["input"]),
+        ));
+    } else {
+        out.push_str("counters DO NOT ADD UP:\n");
+        for f in c["failures"]
+            .as_array()
+            .map(|a| a.as_slice())
+            .unwrap_or(&[])
+        {
+            out.push_str(&format!("  - {}\n", f.as_str().unwrap_or("?")));
+        }
+    }
 }
 
 #[cfg(test)]

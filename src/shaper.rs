@@ -86,6 +86,95 @@ impl LinkFidelity {
     }
 }
 
+/// Credit capped at a depth: the arithmetic of every token bucket in
+/// softswitch — the link shaper's below (credit in picoseconds of link time,
+/// fed by the clock) and R-AQM's ACK release (credit in bytes of departed
+/// frames, fed by departures, [`crate::raqm`]). Credit never exceeds the
+/// depth, and a take never leaves it below zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bucket {
+    tokens: u128,
+    depth: u128,
+}
+
+impl Bucket {
+    /// An empty bucket `depth` deep.
+    pub const fn empty(depth: u128) -> Self {
+        Bucket { tokens: 0, depth }
+    }
+    /// A full bucket `depth` deep.
+    pub const fn full(depth: u128) -> Self {
+        Bucket {
+            tokens: depth,
+            depth,
+        }
+    }
+    /// Credit now.
+    #[inline]
+    pub fn tokens(&self) -> u128 {
+        self.tokens
+    }
+    /// The most credit it holds.
+    #[inline]
+    pub fn depth(&self) -> u128 {
+        self.depth
+    }
+    /// Adds `amount`, up to the depth; returns what did not fit.
+    #[inline]
+    pub fn credit(&mut self, amount: u128) -> u128 {
+        let full = self.tokens.saturating_add(amount);
+        self.tokens = full.min(self.depth);
+        full - self.tokens
+    }
+    /// The credit it would hold after `amount` more (nothing changes).
+    #[inline]
+    pub fn with_credit(&self, amount: u128) -> u128 {
+        self.tokens.saturating_add(amount).min(self.depth)
+    }
+    /// What `amount` more credit would overflow (nothing changes).
+    #[inline]
+    pub fn overflow_of(&self, amount: u128) -> u128 {
+        self.tokens
+            .saturating_add(amount)
+            .saturating_sub(self.depth)
+    }
+    /// Takes `amount` if it holds that much.
+    #[inline]
+    pub fn take(&mut self, amount: u128) -> bool {
+        if self.tokens >= amount {
+            self.tokens -= amount;
+            true
+        } else {
+            false
+        }
+    }
+    /// Fills it to the depth.
+    #[inline]
+    pub fn fill(&mut self) {
+        self.tokens = self.depth;
+    }
+    /// Empties it.
+    #[inline]
+    pub fn drain(&mut self) {
+        self.tokens = 0;
+    }
+    /// Changes the depth; credit above the new depth is gone.
+    #[inline]
+    pub fn set_depth(&mut self, depth: u128) {
+        self.depth = depth;
+        self.tokens = self.tokens.min(depth);
+    }
+    /// Panics unless credit ≤ depth (for tests and the fuzz harness).
+    pub fn invariants(&self) {
+        assert!(
+            self.tokens <= self.depth,
+            "bucket holds {} > depth {}",
+            self.tokens,
+            self.depth
+        );
+    }
+}
+
 /// A token bucket metering bytes against a link rate.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
@@ -95,7 +184,8 @@ pub struct TokenBucket {
     bucket_ps: u128,
     catchup_ps: u128,
     busy: bool,
-    tokens_ps: u128,
+    /// Credit, ps; its depth is [`cap`](Self::cap).
+    tokens: Bucket,
     last_ns: Nanos,
     /// Fidelity: busy time accumulated before `busy_since`, ns.
     busy_ns: u64,
@@ -104,7 +194,7 @@ pub struct TokenBucket {
     /// Fidelity: credit that overflowed the cap while busy, ps.
     lost_ps: u128,
     /// Fidelity: a strict bucket (no catch-up) metering departures, ps.
-    meter_ps: u128,
+    meter: Bucket,
     /// Fidelity: when the meter was last refilled.
     meter_last: Nanos,
     /// Fidelity: departures above the strict envelope.
@@ -122,19 +212,19 @@ impl TokenBucket {
             bucket_ps: 0,
             catchup_ps: 0,
             busy: false,
-            tokens_ps: 0,
+            tokens: Bucket::default(),
             last_ns: now,
             busy_ns: 0,
             busy_since: now,
             lost_ps: 0,
-            meter_ps: 0,
+            meter: Bucket::default(),
             meter_last: now,
             excess_bytes: 0,
             excess_pkts: 0,
         };
         tb.bucket_ps = tb.cost_ps(bucket_bytes);
-        tb.tokens_ps = tb.bucket_ps;
-        tb.meter_ps = tb.bucket_ps;
+        tb.tokens = Bucket::full(tb.bucket_ps);
+        tb.meter = Bucket::full(tb.bucket_ps);
         tb
     }
 
@@ -196,12 +286,10 @@ impl TokenBucket {
     fn refill(&mut self, now: Nanos) {
         if now > self.last_ns {
             let add = (now - self.last_ns) as u128 * PS_PER_NS;
-            let cap = self.cap();
-            let full = self.tokens_ps + add;
-            if self.busy && self.is_shaping() && full > cap {
-                self.lost_ps += self.counted_overflow(full - cap, now);
+            let overflow = self.tokens.credit(add);
+            if self.busy && self.is_shaping() && overflow > 0 {
+                self.lost_ps += self.counted_overflow(overflow, now);
             }
-            self.tokens_ps = full.min(cap);
             self.last_ns = now;
         }
     }
@@ -225,7 +313,7 @@ impl TokenBucket {
             self.busy_ns += now.saturating_sub(self.busy_since);
         }
         self.busy = busy;
-        self.tokens_ps = self.tokens_ps.min(self.cap());
+        self.tokens.set_depth(self.cap());
     }
 
     /// Takes credit for a `len`-byte frame if the bucket holds enough at `now`.
@@ -235,8 +323,7 @@ impl TokenBucket {
         }
         self.refill(now);
         let c = self.frame_cost_ps(len);
-        if self.tokens_ps >= c {
-            self.tokens_ps -= c;
+        if self.tokens.take(c) {
             if self.catches_up() {
                 self.meter(c, len, now);
             }
@@ -250,14 +337,12 @@ impl TokenBucket {
     /// cover left above `rate + bucket` and is counted as excess.
     fn meter(&mut self, c: u128, len: u32, now: Nanos) {
         if now > self.meter_last {
-            let add = (now - self.meter_last) as u128 * PS_PER_NS;
-            self.meter_ps = (self.meter_ps + add).min(self.bucket_ps);
+            self.meter
+                .credit((now - self.meter_last) as u128 * PS_PER_NS);
             self.meter_last = now;
         }
-        if self.meter_ps >= c {
-            self.meter_ps -= c;
-        } else {
-            self.meter_ps = 0;
+        if !self.meter.take(c) {
+            self.meter.drain();
             self.excess_pkts += 1;
             self.excess_bytes += len as u64 + self.overhead as u64;
         }
@@ -271,8 +356,7 @@ impl TokenBucket {
             busy += now.saturating_sub(self.busy_since);
             if self.is_shaping() {
                 let add = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
-                let over = (self.tokens_ps + add).saturating_sub(self.cap());
-                lost += self.counted_overflow(over, now);
+                lost += self.counted_overflow(self.tokens.overflow_of(add), now);
             }
         }
         LinkFidelity {
@@ -293,7 +377,7 @@ impl TokenBucket {
             return 0;
         }
         let elapsed = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
-        let have = (self.tokens_ps + elapsed).min(self.cap());
+        let have = self.tokens.with_credit(elapsed);
         (have.saturating_sub(self.bucket_ps) / PS_PER_NS) as Nanos
     }
 
@@ -303,7 +387,7 @@ impl TokenBucket {
             return now;
         }
         let elapsed = now.saturating_sub(self.last_ns) as u128 * PS_PER_NS;
-        let have = (self.tokens_ps + elapsed).min(self.cap());
+        let have = self.tokens.with_credit(elapsed);
         let need = self.frame_cost_ps(len);
         if have >= need {
             now
@@ -317,9 +401,12 @@ impl TokenBucket {
         !self.is_shaping() || self.frame_cost_ps(len) <= self.bucket_ps
     }
 
-    /// Debug-build check: credit never exceeds the cap (the bucket when idle).
+    /// Panics unless credit is within the cap (the bucket when idle) and
+    /// the strict meter within the bucket (tests and the fuzz harness).
     pub fn invariants(&self) {
-        debug_assert!(self.tokens_ps <= self.cap());
+        self.tokens.invariants();
+        assert_eq!(self.tokens.depth(), self.cap(), "credit capped elsewhere");
+        self.meter.invariants();
     }
 }
 

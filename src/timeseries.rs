@@ -141,8 +141,8 @@ pub fn sample<A: Aqm>(
         if let Some(f) = port.egress.flows() {
             f.gauges(&mut gauge);
         }
-        if let Some(r) = sw.raqm() {
-            r.ports[p].gauges(&mut gauge);
+        if let Some(r) = &port.raqm {
+            r.gauges(&mut gauge);
         }
         for (q, c) in port.egress.counters().queues.iter().enumerate() {
             out.queues.push(Sample {

@@ -91,11 +91,13 @@ pub enum DropReason {
     Stale,
     /// The emulated host link's queue was full (`--ingress-rate`).
     IngressFull,
+    /// R-AQM's virtual input queue was full (a pure ACK, at ingress).
+    ViqFull,
 }
 
 impl DropReason {
     /// Number of reasons (size of counter arrays).
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     /// All reasons, in index order.
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::BufferFull,
@@ -107,6 +109,7 @@ impl DropReason {
         DropReason::NoFrame,
         DropReason::Stale,
         DropReason::IngressFull,
+        DropReason::ViqFull,
     ];
     /// Short name for counters output.
     pub fn name(self) -> &'static str {
@@ -120,6 +123,7 @@ impl DropReason {
             DropReason::NoFrame => "no_frame",
             DropReason::Stale => "stale",
             DropReason::IngressFull => "ingress_full",
+            DropReason::ViqFull => "viq_full",
         }
     }
 }

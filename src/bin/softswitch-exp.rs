@@ -1,6 +1,6 @@
 //! `softswitch-exp`: runs an experiment scenario (see `scenarios/README.md`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use softswitch::exp::{self, RunOptions, Scenario};
 #[derive(Parser, Debug)]
 #[command(
     version,
-    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp check scenarios/static-flows.toml"
+    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast --repeat 5\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp report results/incast --baseline tcn\n  softswitch-exp check scenarios/static-flows.toml"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -45,6 +45,30 @@ enum Cmd {
         /// simulator's hosts; recorded in manifest.json's scenario).
         #[arg(long, value_name = "SEGMENTS")]
         gso_segs: Option<u32>,
+        /// Run every combination this many times, overriding the scenario's
+        /// `repeat`: each repeat is one sample with its own seed, and every
+        /// number is reported with its spread across them.
+        #[arg(long, value_name = "N")]
+        repeat: Option<u32>,
+        /// Number the repeats from K (seeds and directories of repeats K,
+        /// K+1, …): a later run whose results `report` merges with an
+        /// earlier one's.
+        #[arg(long, value_name = "K", default_value_t = 0)]
+        first_repeat: u32,
+    },
+    /// Rebuild summary.json, stats.csv and the figures of existing results
+    /// from what each repeat stored, without running anything (no root);
+    /// several directories of one scenario are merged.
+    Report {
+        /// Results directories (`softswitch-exp run --out`).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Compare against this AQM instead of the scenario's baseline.
+        #[arg(long, value_name = "AQM")]
+        baseline: Option<String>,
+        /// Write here (default: the one directory given; needed with several).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Find the highest rate at which this machine runs the scenario's
     /// heaviest point faithfully (the fidelity guard passes, static flows
@@ -108,6 +132,7 @@ fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool
         fault: None,
         prefix: None,
         scaling: None,
+        first_repeat: 0,
     }
 }
 
@@ -140,15 +165,55 @@ fn run_and_report(sc: &Scenario, name: &str, opts: &RunOptions) -> ExitCode {
                 r.elapsed.as_secs_f64(),
                 r.out.display()
             );
-            for n in &r.notes {
-                println!("note: {n}");
-            }
-            for p in &r.plots {
-                println!("  {}", p.display());
-            }
+            print_outcome(&r.console, &r.notes, &r.plots);
             ExitCode::SUCCESS
         }
         Err(e) => interrupted_or_failed(&e, opts),
+    }
+}
+
+/// The numbers, then notes and files.
+fn print_outcome(console: &[String], notes: &[String], files: &[PathBuf]) {
+    for l in console {
+        println!("{l}");
+    }
+    for n in notes {
+        println!("note: {n}");
+    }
+    for p in files {
+        println!("  {}", p.display());
+    }
+}
+
+/// `softswitch-exp report`.
+fn report(dirs: Vec<PathBuf>, baseline: Option<String>, out: Option<PathBuf>) -> ExitCode {
+    let out = match (out, dirs.as_slice()) {
+        (Some(o), _) => o,
+        (None, [one]) => one.clone(),
+        (None, _) => {
+            eprintln!(
+                "softswitch-exp: report: with several directories, say where to write (--out DIR)"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let result = exp::report::load(&dirs)
+        .and_then(|loaded| exp::report::write(&out, &loaded, baseline.as_deref()));
+    match result {
+        Ok(r) => {
+            println!(
+                "{} repeats of {} → {}",
+                r.summary.repeats.len(),
+                r.summary.scenario_name,
+                out.display()
+            );
+            print_outcome(&r.console, &r.notes, &r.files);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("softswitch-exp: report: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -170,26 +235,8 @@ fn main() -> ExitCode {
 
 fn real_main() -> Result<ExitCode, ExitCode> {
     let cli = Cli::parse();
-    Ok(match cli.cmd {
-        Cmd::Check { scenario } => {
-            let sc = load(&scenario)?;
-            use std::io::Write;
-            let combos = sc.combos();
-            // A closed pipe (`| head`) ends the listing, quietly.
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(
-                out,
-                "{}: {} combinations",
-                sc.name_or(&scenario),
-                combos.len()
-            );
-            for c in combos {
-                if writeln!(out, "  {:>3}  {}", c.index, c.dir).is_err() {
-                    break;
-                }
-            }
-            ExitCode::SUCCESS
-        }
+    match cli.cmd {
+        Cmd::Check { scenario } => check(&scenario),
         Cmd::Run {
             scenario,
             out,
@@ -197,8 +244,17 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             no_progress,
             rate,
             gso_segs,
+            repeat,
+            first_repeat,
         } => {
             let mut sc = load(&scenario)?;
+            if let Some(n) = repeat {
+                if n == 0 {
+                    eprintln!("softswitch-exp: --repeat 0: use at least 1");
+                    return Err(ExitCode::from(2));
+                }
+                sc.repeat = n;
+            }
             if let Some(n) = gso_segs {
                 softswitch::topo::check_gso_segs(n).map_err(|e| {
                     eprintln!("softswitch-exp: --gso-segs: {e}");
@@ -211,73 +267,111 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             let out =
                 out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-{}", utc_stamp())));
             let mut opts = options(&scenario, out, quick, !no_progress);
+            opts.first_repeat = first_repeat;
             if let Some(r) = rate {
-                let (s, how) =
-                    exp::scale::scale(&sc, &r, "--rate on the command line").map_err(|e| {
-                        eprintln!("softswitch-exp: {e}");
-                        ExitCode::from(2)
-                    })?;
+                let (s, how) = scale(&sc, &r, "--rate on the command line")?;
                 sc = s;
                 opts.scaling = Some(how);
             }
-            run_and_report(&sc, &name, &opts)
+            Ok(run_and_report(&sc, &name, &opts))
         }
+        Cmd::Report {
+            dirs,
+            baseline,
+            out,
+        } => Ok(report(dirs, baseline, out)),
         Cmd::Calibrate {
             scenario,
             out,
             run,
             no_progress,
-        } => {
-            let sc = load(&scenario)?;
-            need_root("calibrate")?;
-            let name = sc.name_or(&scenario);
-            let out = out.unwrap_or_else(|| {
-                PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp()))
-            });
-            let opts = options(&scenario, out.join("trials"), true, !no_progress);
-            let cal = match exp::scale::calibrate(&sc, &name, &opts) {
-                Ok(c) => c,
-                Err(e) => return Err(interrupted_or_failed(&e, &opts)),
-            };
-            let _ = std::fs::create_dir_all(&out);
-            let _ = std::fs::write(
-                out.join("calibration.json"),
-                serde_json::to_string_pretty(&cal).unwrap_or_default(),
-            );
-            let Some(rate) = cal.rate.clone() else {
-                println!(
-                    "calibration: no rate down to {} ran faithfully on this machine; see {}",
-                    cal.trials.last().map_or("?", |t| t.rate.as_str()),
-                    out.join("calibration.json").display()
-                );
-                return Ok(ExitCode::FAILURE);
-            };
-            println!(
-                "calibration: this machine holds {name} at {rate} (scenario: {}); run it with\n  softswitch-exp run {} --rate {rate}",
-                cal.scenario_rate,
-                scenario.display()
-            );
-            if !run {
-                return Ok(ExitCode::SUCCESS);
-            }
-            let reason = format!(
-                "calibration: the highest of {} accepted ({})",
-                cal.trials
-                    .iter()
-                    .map(|t| t.rate.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                cal.rule
-            );
-            let (s, how) = exp::scale::scale(&sc, &rate, &reason).map_err(|e| {
-                eprintln!("softswitch-exp: {e}");
-                ExitCode::from(2)
-            })?;
-            let mut opts = options(&scenario, out.join("run"), false, !no_progress);
-            opts.scaling = Some(how);
-            run_and_report(&s, &name, &opts)
+        } => calibrate(&scenario, out, run, no_progress),
+    }
+}
+
+/// `softswitch-exp check`: validate and list the combinations.
+fn check(scenario: &Path) -> Result<ExitCode, ExitCode> {
+    use std::io::Write;
+    let sc = load(scenario)?;
+    let combos = sc.combos();
+    // A closed pipe (`| head`) ends the listing, quietly.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{}: {} combinations",
+        sc.name_or(scenario),
+        combos.len()
+    );
+    for c in combos {
+        if writeln!(out, "  {:>3}  {}", c.index, c.dir).is_err() {
+            break;
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn scale(
+    sc: &Scenario,
+    rate: &str,
+    reason: &str,
+) -> Result<(Scenario, exp::scale::Scaling), ExitCode> {
+    exp::scale::scale(sc, rate, reason).map_err(|e| {
+        eprintln!("softswitch-exp: {e}");
+        ExitCode::from(2)
     })
+}
+
+/// `softswitch-exp calibrate`, and with `--run` the run at the rate found.
+fn calibrate(
+    scenario: &Path,
+    out: Option<PathBuf>,
+    run: bool,
+    no_progress: bool,
+) -> Result<ExitCode, ExitCode> {
+    let sc = load(scenario)?;
+    need_root("calibrate")?;
+    let name = sc.name_or(scenario);
+    let out =
+        out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp())));
+    let opts = options(scenario, out.join("trials"), true, !no_progress);
+    let cal = match exp::scale::calibrate(&sc, &name, &opts) {
+        Ok(c) => c,
+        Err(e) => return Err(interrupted_or_failed(&e, &opts)),
+    };
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(
+        out.join("calibration.json"),
+        serde_json::to_string_pretty(&cal).unwrap_or_default(),
+    );
+    let Some(rate) = cal.rate.clone() else {
+        println!(
+            "calibration: no rate down to {} ran faithfully on this machine; see {}",
+            cal.trials.last().map_or("?", |t| t.rate.as_str()),
+            out.join("calibration.json").display()
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    println!(
+        "calibration: this machine holds {name} at {rate} (scenario: {}); run it with\n  softswitch-exp run {} --rate {rate}",
+        cal.scenario_rate,
+        scenario.display()
+    );
+    if !run {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let reason = format!(
+        "calibration: the highest of {} accepted ({})",
+        cal.trials
+            .iter()
+            .map(|t| t.rate.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        cal.rule
+    );
+    let (s, how) = scale(&sc, &rate, &reason)?;
+    let mut opts = options(scenario, out.join("run"), false, !no_progress);
+    opts.scaling = Some(how);
+    Ok(run_and_report(&s, &name, &opts))
 }
 
 fn is_root() -> bool {

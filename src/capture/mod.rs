@@ -18,10 +18,12 @@
 //!                       dequeue time: "dropped at dequeue: not_ect_mark (q0 sojourn 1.2ms)"
 //! ```
 //!
-//! This module is the core's half and does no I/O: the [`Switch`] and its
-//! egress ports record into a [`Batch`] (frame bytes cut to the snap length,
-//! one flat buffer; fates as small enums, formatted as text only by the
-//! writer thread), and the data path hands full batches to
+//! This module is the core's half and does no I/O: the [`Switch`] records
+//! into a [`Batch`] what it received and sent and what its egress ports said
+//! they did with each packet (`enqueue` returns an
+//! [`Admission`], `dequeue_with` a [`Departure`] and shows its drops): frame
+//! bytes cut to the snap length, one flat buffer; fates as small enums,
+//! formatted as text only by the writer thread. The data path hands full batches to
 //! [`writer::Writer`], which writes the files on its own thread. Off, the
 //! packet path pays one branch on an `Option` per hook.
 //!
@@ -36,10 +38,10 @@ pub mod pcapng;
 mod switch_tests;
 pub mod writer;
 
-use crate::aqm::{DropReason, MarkReason, Verdict};
+use crate::aqm::{DropReason, MarkReason};
 use crate::packet::Packet;
+use crate::port::{Admission, Departure};
 use crate::units::Nanos;
-use crate::wire::Ecn;
 
 /// Default snap length: any Ethernet + IPv4/IPv6 + TCP header with options fits.
 pub const DEFAULT_SNAPLEN: u32 = 256;
@@ -188,95 +190,6 @@ impl Batch {
             lost[i][0] += l[0];
             lost[i][1] += l[1];
         }
-    }
-}
-
-/// What an egress port did with a packet, as its trace records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PortVerdict {
-    /// Let through (admitted at enqueue / sent at dequeue), with the AQM's
-    /// mark verdict if it gave one, and whether the frame now carries CE.
-    Passed {
-        /// Mark verdict.
-        mark: Option<MarkReason>,
-        /// Carries CE.
-        ce: bool,
-    },
-    /// Dropped (frame released; its bytes are in the trace).
-    Dropped(DropReason),
-}
-
-/// One event of an egress port's trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PortEvent {
-    /// Queue.
-    pub queue: u16,
-    /// Frame length.
-    pub len: u32,
-    /// When the packet entered its queue.
-    pub enqueue_ns: Nanos,
-    /// What happened.
-    pub verdict: PortVerdict,
-    /// For drops: the frame's bytes in [`PortTrace::bytes`] (the frame is
-    /// released before the switch could copy it).
-    pub data: (u32, u32),
-}
-
-/// The verdicts an egress port records while capture is on; the switch
-/// takes them after each `enqueue` / `dequeue` call.
-#[derive(Clone, Debug, Default)]
-pub struct PortTrace {
-    snaplen: u32,
-    /// Events since the switch last took them.
-    pub events: Vec<PortEvent>,
-    /// Bytes of dropped frames, cut to the snap length.
-    pub bytes: Vec<u8>,
-}
-
-impl PortTrace {
-    /// A trace keeping `snaplen` bytes of each dropped frame.
-    pub fn new(snaplen: u32) -> Self {
-        PortTrace {
-            snaplen,
-            events: Vec::with_capacity(64),
-            bytes: Vec::with_capacity(64 * snaplen as usize),
-        }
-    }
-    /// `pkt` goes on after verdict `v` (the mark already applied).
-    #[inline]
-    pub fn passed(&mut self, pkt: &Packet, v: Verdict) {
-        let mark = match v {
-            Verdict::Mark(r) => Some(r),
-            _ => None,
-        };
-        let ce = pkt.l3.is_some_and(|l| l.ecn == Ecn::Ce);
-        self.events.push(PortEvent {
-            queue: pkt.queue,
-            len: pkt.len,
-            enqueue_ns: pkt.enqueue_ns,
-            verdict: PortVerdict::Passed { mark, ce },
-            data: (0, 0),
-        });
-    }
-    /// `pkt` (whose bytes are `bytes`) is dropped for `r`.
-    #[inline]
-    pub fn dropped(&mut self, pkt: &Packet, r: DropReason, bytes: &[u8]) {
-        let start = self.bytes.len() as u32;
-        let n = bytes.len().min(self.snaplen as usize);
-        self.bytes.extend_from_slice(&bytes[..n]);
-        self.events.push(PortEvent {
-            queue: pkt.queue,
-            len: pkt.len,
-            enqueue_ns: pkt.enqueue_ns,
-            verdict: PortVerdict::Dropped(r),
-            data: (start, start + n as u32),
-        });
-    }
-    /// Forgets the events taken.
-    #[inline]
-    pub fn clear(&mut self) {
-        self.events.clear();
-        self.bytes.clear();
     }
 }
 
@@ -472,59 +385,57 @@ impl Capture {
             self.batch.records[i].fates.1 = self.batch.fates.len() as u32;
         }
     }
-    /// The events of egress port `out`'s trace after an `enqueue` call.
-    pub fn after_enqueue(&mut self, out: u16, trace: &mut PortTrace) {
-        for e in &trace.events {
-            let fate = match e.verdict {
-                PortVerdict::Passed { mark, ce } => Fate::Enqueued {
-                    port: out,
-                    queue: e.queue,
-                    mark,
-                    ce,
-                },
-                PortVerdict::Dropped(reason) => Fate::Dropped {
-                    port: out,
-                    queue: e.queue,
-                    reason,
-                },
-            };
-            self.rx_fate(fate);
-        }
-        trace.clear();
+    /// What egress port `out`'s `enqueue` did with the current `rx`'s frame.
+    pub fn enqueued(&mut self, out: u16, admission: Admission) {
+        let fate = match admission {
+            Admission::Queued { queue, mark, ce } => Fate::Enqueued {
+                port: out,
+                queue,
+                mark,
+                ce,
+            },
+            Admission::Dropped { queue, reason } => Fate::Dropped {
+                port: out,
+                queue,
+                reason,
+            },
+        };
+        self.rx_fate(fate);
     }
-    /// The events of egress port `port`'s trace after a `dequeue` call at
-    /// `now`: drops are written to its tx file now; a packet let through
-    /// waits on the delay line for [`tx`](Self::tx).
-    pub fn after_dequeue(&mut self, port: u16, now: Nanos, trace: &mut PortTrace) {
+    /// Egress port `port`'s dequeue AQM dropped `pkt` (frame `bytes`) at
+    /// `now`: written to its tx file now.
+    pub fn dequeue_dropped(
+        &mut self,
+        port: u16,
+        now: Nanos,
+        pkt: &Packet,
+        reason: DropReason,
+        bytes: &[u8],
+    ) {
         if !self.captures(port) {
-            trace.clear();
             return;
         }
-        for e in &trace.events {
-            let sojourn_ns = now.saturating_sub(e.enqueue_ns);
-            match e.verdict {
-                PortVerdict::Passed { mark, ce } => {
-                    self.tx_notes[port as usize].push_back(TxNote {
-                        queue: e.queue,
-                        sojourn_ns,
-                        mark,
-                        ce,
-                    })
-                }
-                PortVerdict::Dropped(reason) => {
-                    let bytes = &trace.bytes[e.data.0 as usize..e.data.1 as usize];
-                    if let Some(i) = self.push(port, Dir::Tx, now, bytes, e.len) {
-                        self.batch.fates.push(Fate::DequeueDrop {
-                            queue: e.queue,
-                            sojourn_ns,
-                            reason,
-                        });
-                        self.batch.records[i].fates.1 = self.batch.fates.len() as u32;
-                    }
-                }
-            }
+        if let Some(i) = self.push(port, Dir::Tx, now, bytes, pkt.len) {
+            self.batch.fates.push(Fate::DequeueDrop {
+                queue: pkt.queue,
+                sojourn_ns: now.saturating_sub(pkt.enqueue_ns),
+                reason,
+            });
+            self.batch.records[i].fates.1 = self.batch.fates.len() as u32;
         }
-        trace.clear();
+    }
+    /// Egress port `port` let `d` go at `now`: its note waits on the delay
+    /// line for [`tx`](Self::tx).
+    pub fn departed(&mut self, port: u16, now: Nanos, d: &Departure) {
+        if !self.captures(port) {
+            return;
+        }
+        self.tx_notes[port as usize].push_back(TxNote {
+            queue: d.pkt.queue,
+            sojourn_ns: now.saturating_sub(d.pkt.enqueue_ns),
+            mark: d.mark,
+            ce: d.ce(),
+        });
     }
     /// A frame leaves `port` at `now` (its bytes as sent).
     pub fn tx(&mut self, port: u16, now: Nanos, bytes: &[u8], len: u32) {

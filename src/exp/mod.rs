@@ -6,20 +6,29 @@
 //! papers report them, and plots.
 //!
 //! * [`scenario`] — the TOML format, validation, sweep expansion (no root).
-//! * [`results`] — per-combination results, pooling and normalisation to a
-//!   baseline AQM, host TCP counters (no root).
+//! * [`results`] — what one combination produced (`result.json`), host TCP
+//!   counters (no root).
+//! * [`stats`] — intervals, tests and corrections across repeats (no root).
+//! * [`summary`] — every number with its spread across repeats, every
+//!   scheme against the baseline with a verdict (no root).
+//! * [`report`] — `summary.json`, `stats.csv` and the figures rebuilt from a
+//!   results directory, after a run or later (no root).
 //! * [`timeseries`] — the live-stats samples and their CSV (no root).
-//! * [`plot`], [`figures`] — PNG/SVG line charts (no root).
+//! * [`plot`], [`figures`] — PNG/SVG line charts with error bars and a CSV
+//!   of what each plots (no root).
 //! * [`scale`] — scaling a scenario to another link rate; the calibration
 //!   that finds the rate this machine holds faithfully.
 //! * [`runner`] — processes, namespaces, guards (root).
 
 pub mod figures;
 pub mod plot;
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scale;
 pub mod scenario;
+pub mod stats;
+pub mod summary;
 pub mod timeseries;
 
 pub use runner::{run, Fault, RunOptions, RunReport};

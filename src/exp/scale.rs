@@ -281,7 +281,9 @@ pub fn calibrate(
 /// Accepts or rejects one trial from its `summary.json`.
 pub fn judge_trial(rate: &str, sc: &Scenario, summary: &serde_json::Value) -> Trial {
     let mut reasons = Vec::new();
-    let combos = summary["combos"].as_array().cloned().unwrap_or_default();
+    // The probe runs once: its one repeat, faithful or not (an unfaithful
+    // repeat is left out of `points`, not of `repeats`).
+    let combos = summary["repeats"].as_array().cloned().unwrap_or_default();
     if combos.is_empty() {
         reasons.push("no combination completed".into());
     }
@@ -300,7 +302,9 @@ pub fn judge_trial(rate: &str, sc: &Scenario, summary: &serde_json::Value) -> Tr
     }
     let utilisation = match (&sc.traffic, parse_rate(rate)) {
         (TrafficSpec::Static(_), Ok(r)) => {
-            let g = summary["points"][0]["goodput_mbps"].as_f64().unwrap_or(0.0);
+            let g = summary["repeats"][0]["values"]["goodput_mbps"]
+                .as_f64()
+                .unwrap_or(0.0);
             let u = g * 1e6 / (r.bps() as f64 * PAYLOAD_PER_WIRE);
             if u < MIN_UTILISATION {
                 reasons.push(format!(
@@ -488,8 +492,8 @@ mod tests {
         let s = sc(FIG5);
         let summary = |faithful: bool, mbps: f64| {
             serde_json::json!({
-                "points": [{"goodput_mbps": mbps}],
-                "combos": [{"fidelity": {"faithful": faithful, "reasons": ["port x lost 5 %"]}}],
+                "repeats": [{"fidelity": {"faithful": faithful, "reasons": ["port x lost 5 %"]},
+                             "values": {"goodput_mbps": mbps}}],
             })
         };
         let t = judge_trial("1gbit", &s, &summary(true, 900.0));

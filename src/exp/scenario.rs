@@ -74,6 +74,63 @@ pub struct Scenario {
     /// How `softswitch-exp --rate` scales this scenario (`[scale]`).
     #[serde(default)]
     pub scale: ScaleSpec,
+    /// How repeats are summarised and schemes compared (`[stats]`).
+    #[serde(default)]
+    pub stats: StatsSpec,
+}
+
+/// `[stats]`: the interval of a number across repeats and the test that
+/// compares a scheme with the baseline (`exp::stats` describes each).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StatsSpec {
+    /// `"t"` (default): Student's t interval of the mean; `"bootstrap"`: a
+    /// seeded percentile bootstrap of the mean (needs ≥ 10 repeats to cover).
+    #[serde(default)]
+    pub interval: IntervalMethod,
+    /// `"welch"` (default): Welch's t-test; `"mann-whitney"`: Mann–Whitney U
+    /// (distribution-free; needs ≥ 4 repeats a side to reach p < 0.05).
+    #[serde(default)]
+    pub test: TestMethod,
+    /// Bootstrap resamples.
+    #[serde(default = "default_resamples")]
+    pub resamples: usize,
+}
+
+impl Default for StatsSpec {
+    fn default() -> Self {
+        StatsSpec {
+            interval: IntervalMethod::default(),
+            test: TestMethod::default(),
+            resamples: default_resamples(),
+        }
+    }
+}
+
+fn default_resamples() -> usize {
+    10_000
+}
+
+/// See [`StatsSpec::interval`].
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IntervalMethod {
+    /// Student's t.
+    #[default]
+    T,
+    /// Seeded percentile bootstrap.
+    Bootstrap,
+}
+
+/// See [`StatsSpec::test`].
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestMethod {
+    /// Welch's two-sample t-test.
+    #[default]
+    Welch,
+    /// Mann–Whitney U.
+    MannWhitney,
 }
 
 /// `[scale]`: what a rate scaling (`softswitch-exp run --rate`, `calibrate`)
@@ -376,7 +433,7 @@ fn default_ping_interval() -> String {
 }
 
 /// How many parallel flows a static entry runs: a number, or the swept count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlowCount {
     /// This many.
     Fixed(usize),
@@ -390,6 +447,17 @@ impl Default for FlowCount {
     }
 }
 
+/// Written as the scenario file writes it (`4`, `"sweep"`), so a manifest's
+/// scenario reads back.
+impl Serialize for FlowCount {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FlowCount::Fixed(n) => s.serialize_u64(*n as u64),
+            FlowCount::Sweep => s.serialize_str("sweep"),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for FlowCount {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -397,8 +465,15 @@ impl<'de> Deserialize<'de> for FlowCount {
         enum Raw {
             N(i64),
             S(String),
+            // Manifests written before FlowCount serialised as above.
+            Old {
+                #[serde(rename = "Fixed")]
+                fixed: i64,
+            },
         }
         match Raw::deserialize(d)? {
+            Raw::Old { fixed } => Ok(FlowCount::Fixed(fixed.max(1) as usize)),
+            Raw::S(s) if s == "Sweep" => Ok(FlowCount::Sweep),
             Raw::N(n) if n >= 1 => Ok(FlowCount::Fixed(n as usize)),
             Raw::N(n) => Err(serde::de::Error::custom(format!(
                 "count = {n}: a flow entry runs at least 1 flow"
@@ -443,7 +518,7 @@ pub struct StaticFlow {
 }
 
 /// The swept x value of a combination.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SweepValue {
     /// Workload load.
@@ -523,92 +598,109 @@ impl Scenario {
 
     /// Checks everything that needs no root; the first problem found.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.repeat == 0 {
+            return Err(inv("repeat = 0 — use at least 1".into()));
+        }
+        if self.stats.resamples == 0 {
+            return Err(inv("stats.resamples = 0 — use at least 1000".into()));
+        }
+        self.validate_topology()?;
+        self.validate_switch()?;
+        self.validate_fidelity()?;
+        match &self.traffic {
+            TrafficSpec::Workload(w) => self.validate_workload(w),
+            TrafficSpec::Incast(i) => self.validate_incast(i),
+            TrafficSpec::Static(s) => self.validate_static(s),
+        }
+    }
+
+    /// `[topology]`.
+    fn validate_topology(&self) -> Result<(), ScenarioError> {
         let t = &self.topology;
         if t.hosts < 2 {
-            return bad(format!(
+            return Err(inv(format!(
                 "topology.hosts = {} — at least 2 hosts are needed (a sender and a receiver)",
                 t.hosts
-            ));
-        }
-        if self.repeat == 0 {
-            return bad("repeat = 0 — use at least 1".into());
+            )));
         }
         if let Some(r) = &t.rto_min {
             check_duration("topology.rto_min", r)?;
         }
         if let Some(w) = t.initcwnd {
-            crate::topo::check_initcwnd(w)
-                .map_err(|e| ScenarioError::Invalid(format!("topology.{e}")))?;
+            crate::topo::check_initcwnd(w).map_err(|e| inv(format!("topology.{e}")))?;
         }
         if let Some(n) = t.gso_segs {
-            crate::topo::check_gso_segs(n)
-                .map_err(|e| ScenarioError::Invalid(format!("topology.{e}")))?;
+            crate::topo::check_gso_segs(n).map_err(|e| inv(format!("topology.{e}")))?;
         }
         for (host, d) in &t.delay {
             self.host_key(host)?;
             check_duration(&format!("topology.delay.{host}"), d)?;
         }
+        Ok(())
+    }
+
+    /// `[switch]` and `baseline`.
+    fn validate_switch(&self) -> Result<(), ScenarioError> {
         let sw = &self.switch;
         if sw.aqm.is_empty() {
-            return bad(
+            return Err(inv(
                 "switch.aqm is empty — list at least one AQM, e.g. aqm = [\"dctcp\", \"tcn\"]"
                     .into(),
-            );
+            ));
         }
         for a in &sw.aqm {
-            let kind = aqm_kind(a);
-            // R-AQM with its forward AQM: `r-aqm` (dctcp) or `r-aqm+tcn`.
-            let kind = match crate::raqm::parse_aqm_name(kind) {
-                Some(forward) => forward.unwrap_or(crate::raqm::DEFAULT_FORWARD_AQM),
-                None => kind,
-            };
-            if !AQM_NAMES.contains(&kind) {
-                return bad(format!(
-                    "switch.aqm: unknown AQM `{kind}` — choose from {}, or r-aqm / r-aqm+<forward AQM> (a variant is written kind@label, e.g. dctcp@port)",
-                    AQM_NAMES.join(", ")
-                ));
-            }
-            if a.contains('@')
-                && a.split_once('@').is_some_and(|(_, l)| {
-                    l.is_empty()
-                        || !l
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                })
-            {
-                return bad(format!(
-                    "switch.aqm: `{a}` — a variant label after @ uses letters, digits, - and _ only"
-                ));
-            }
+            check_aqm_entry(a)?;
         }
         if let Some(dup) = first_duplicate(&sw.aqm) {
-            return bad(format!("switch.aqm lists `{dup}` twice"));
+            return Err(inv(format!("switch.aqm lists `{dup}` twice")));
         }
         for a in sw.aqm_opts.keys() {
             if !sw.aqm.contains(a) {
-                return bad(format!(
+                return Err(inv(format!(
                     "switch.aqm_opts.{a}: `{a}` is not in switch.aqm ({}) — remove the table or add the AQM",
                     sw.aqm.join(", ")
-                ));
+                )));
             }
         }
         for a in sw.variant_args.keys() {
             if !sw.aqm.contains(a) {
-                return bad(format!(
+                return Err(inv(format!(
                     "switch.variant_args.{a}: `{a}` is not in switch.aqm ({})",
                     sw.aqm.join(", ")
-                ));
+                )));
             }
         }
         if let Some(b) = &self.baseline {
             if !sw.aqm.contains(b) {
-                return bad(format!(
+                return Err(inv(format!(
                     "baseline `{b}` is not in switch.aqm ({}) — the baseline must run too",
                     sw.aqm.join(", ")
-                ));
+                )));
             }
         }
+        parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate `{}`: {e}", sw.rate)))?;
+        if let Some(b) = &sw.buffer {
+            parse_size(b).map_err(|e| inv(format!("switch.buffer `{b}`: {e}")))?;
+        }
+        check_duration("switch.rtt", &sw.rtt)?;
+        if !(1..=128).contains(&sw.queues) {
+            return Err(inv(format!(
+                "switch.queues = {} — must be 1..=128",
+                sw.queues
+            )));
+        }
+        if let Some(s) = &sw.sched {
+            if !SchedName::ALL.iter().any(|n| n.as_str() == s) {
+                return Err(inv(format!(
+                    "switch.sched: unknown scheduler `{s}` — choose sp, dwrr, wfq, sp+dwrr or sp+wfq"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[fidelity]`.
+    fn validate_fidelity(&self) -> Result<(), ScenarioError> {
         for (k, v) in [
             ("fidelity.max_lost", &self.fidelity.max_lost),
             ("fidelity.max_stalled", &self.fidelity.max_stalled),
@@ -620,159 +712,167 @@ impl Scenario {
         if let Some(v) = &self.fidelity.max_stall {
             check_duration("fidelity.max_stall", v)?;
         }
-        parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate `{}`: {e}", sw.rate)))?;
-        if let Some(b) = &sw.buffer {
-            parse_size(b).map_err(|e| inv(format!("switch.buffer `{b}`: {e}")))?;
+        Ok(())
+    }
+
+    /// `[traffic]`, `kind = "workload"`.
+    fn validate_workload(&self, w: &WorkloadSpec) -> Result<(), ScenarioError> {
+        if w.load.is_empty() {
+            return Err(inv(
+                "traffic.load is empty — list at least one load, e.g. load = [0.5]".into(),
+            ));
         }
-        check_duration("switch.rtt", &sw.rtt)?;
-        if !(1..=128).contains(&sw.queues) {
-            return bad(format!("switch.queues = {} — must be 1..=128", sw.queues));
-        }
-        if let Some(s) = &sw.sched {
-            if !SchedName::ALL.iter().any(|n| n.as_str() == s) {
-                return bad(format!(
-                    "switch.sched: unknown scheduler `{s}` — choose sp, dwrr, wfq, sp+dwrr or sp+wfq"
-                ));
+        for &l in &w.load {
+            if !(l > 0.0 && l <= 1.0) {
+                return Err(inv(format!("traffic.load {l} is outside (0, 1]")));
             }
         }
-        match &self.traffic {
-            TrafficSpec::Workload(w) => {
-                if w.load.is_empty() {
-                    return bad(
-                        "traffic.load is empty — list at least one load, e.g. load = [0.5]".into(),
-                    );
-                }
-                for &l in &w.load {
-                    if !(l > 0.0 && l <= 1.0) {
-                        return bad(format!("traffic.load {l} is outside (0, 1]"));
-                    }
-                }
-                if w.flows == 0 || w.quick_flows == Some(0) {
-                    return bad("traffic.flows must be at least 1".into());
-                }
-                if w.conns == 0 {
-                    return bad("traffic.conns must be at least 1".into());
-                }
-                if w.clients.is_empty() || w.servers.is_empty() {
-                    return bad(
-                        "traffic.clients and traffic.servers each need at least one host".into(),
-                    );
-                }
-                self.check_hosts("traffic.clients", &w.clients)?;
-                self.check_hosts("traffic.servers", &w.servers)?;
-                if let Some(h) = w.clients.iter().find(|h| w.servers.contains(h)) {
-                    return bad(format!(
-                        "host {h} is both a client and a server — a receiving host's downlink is the bottleneck the load refers to; use separate hosts"
-                    ));
-                }
-                w.dscp
-                    .parse::<crate::traffic::dscp::DscpMix>()
-                    .map_err(|e| inv(format!("traffic.dscp `{}`: {e}", w.dscp)))?;
+        if w.flows == 0 || w.quick_flows == Some(0) {
+            return Err(inv("traffic.flows must be at least 1".into()));
+        }
+        if w.conns == 0 {
+            return Err(inv("traffic.conns must be at least 1".into()));
+        }
+        if w.clients.is_empty() || w.servers.is_empty() {
+            return Err(inv(
+                "traffic.clients and traffic.servers each need at least one host".into(),
+            ));
+        }
+        self.check_hosts("traffic.clients", &w.clients)?;
+        self.check_hosts("traffic.servers", &w.servers)?;
+        if let Some(h) = w.clients.iter().find(|h| w.servers.contains(h)) {
+            return Err(inv(format!(
+                "host {h} is both a client and a server — a receiving host's downlink is the bottleneck the load refers to; use separate hosts"
+            )));
+        }
+        w.dscp
+            .parse::<crate::traffic::dscp::DscpMix>()
+            .map_err(|e| inv(format!("traffic.dscp `{}`: {e}", w.dscp)))?;
+        Ok(())
+    }
+
+    /// `[traffic]`, `kind = "incast"`.
+    fn validate_incast(&self, i: &IncastSpec) -> Result<(), ScenarioError> {
+        if i.fanin.is_empty() {
+            return Err(inv(
+                "traffic.fanin is empty — list at least one fan-in, e.g. fanin = [4, 8]".into(),
+            ));
+        }
+        self.check_hosts("traffic.receiver", &[i.receiver])?;
+        self.check_hosts("traffic.servers", &i.servers)?;
+        if i.servers.contains(&i.receiver) {
+            return Err(inv(format!(
+                "traffic.receiver {} is also in traffic.servers",
+                i.receiver
+            )));
+        }
+        for &n in &i.fanin {
+            if n == 0 || (n > i.servers.len() && !i.cycle_servers) {
+                return Err(inv(format!(
+                    "traffic.fanin {n} needs {n} senders but traffic.servers has {} (topology.hosts = {}) — add hosts or lower the fan-in",
+                    i.servers.len(),
+                    self.topology.hosts
+                )));
             }
-            TrafficSpec::Incast(i) => {
-                if i.fanin.is_empty() {
-                    return bad(
-                        "traffic.fanin is empty — list at least one fan-in, e.g. fanin = [4, 8]"
-                            .into(),
-                    );
-                }
-                self.check_hosts("traffic.receiver", &[i.receiver])?;
-                self.check_hosts("traffic.servers", &i.servers)?;
-                if i.servers.contains(&i.receiver) {
-                    return bad(format!(
-                        "traffic.receiver {} is also in traffic.servers",
-                        i.receiver
-                    ));
-                }
-                for &n in &i.fanin {
-                    if n == 0 || (n > i.servers.len() && !i.cycle_servers) {
-                        return bad(format!(
-                            "traffic.fanin {n} needs {n} senders but traffic.servers has {} (topology.hosts = {}) — add hosts or lower the fan-in",
-                            i.servers.len(),
-                            t.hosts
-                        ));
-                    }
-                }
-                let size = parse_size(&i.size)
-                    .map_err(|e| inv(format!("traffic.size `{}`: {e}", i.size)))?;
-                if size == 0 {
-                    return bad("traffic.size must be positive".into());
-                }
-                if i.queries == 0 || i.quick_queries == Some(0) {
-                    return bad("traffic.queries must be at least 1".into());
-                }
-                check_duration("traffic.interval", &i.interval)?;
-                check_dscp(i.dscp)?;
+        }
+        let size =
+            parse_size(&i.size).map_err(|e| inv(format!("traffic.size `{}`: {e}", i.size)))?;
+        if size == 0 {
+            return Err(inv("traffic.size must be positive".into()));
+        }
+        if i.queries == 0 || i.quick_queries == Some(0) {
+            return Err(inv("traffic.queries must be at least 1".into()));
+        }
+        check_duration("traffic.interval", &i.interval)?;
+        check_dscp(i.dscp)
+    }
+
+    /// `[traffic]`, `kind = "static"`.
+    fn validate_static(&self, s: &StaticSpec) -> Result<(), ScenarioError> {
+        check_duration("traffic.duration", &s.duration)?;
+        if let Some(q) = &s.quick_duration {
+            check_duration("traffic.quick_duration", q)?;
+        }
+        check_duration("traffic.sample", &s.sample)?;
+        if s.flows.is_empty() {
+            return Err(inv(
+                "traffic.flows is empty — add [[traffic.flows]] tables".into()
+            ));
+        }
+        for (k, f) in s.flows.iter().enumerate() {
+            self.validate_static_flow(s, k, f)?;
+        }
+        let sweeps = s.flows.iter().any(|f| f.count == FlowCount::Sweep);
+        if sweeps == s.flows_sweep.is_empty() {
+            return Err(inv(if sweeps {
+                "a flow has count = \"sweep\" but traffic.flows_sweep is empty — list the counts, e.g. flows_sweep = [2, 4, 8, 16]".into()
+            } else {
+                "traffic.flows_sweep is set but no flow has count = \"sweep\"".into()
+            }));
+        }
+        if s.flows_sweep.contains(&0) {
+            return Err(inv("traffic.flows_sweep: counts must be at least 1".into()));
+        }
+        match &s.ping {
+            Some(p) => self.validate_ping(p),
+            None => Ok(()),
+        }
+    }
+
+    /// One `[[traffic.flows]]` entry of a static scenario.
+    fn validate_static_flow(
+        &self,
+        s: &StaticSpec,
+        k: usize,
+        f: &StaticFlow,
+    ) -> Result<(), ScenarioError> {
+        self.check_hosts(&format!("traffic.flows[{k}]"), &[f.server, f.client])?;
+        if f.server == f.client {
+            return Err(inv(format!(
+                "traffic.flows[{k}]: server and client are both host {}",
+                f.server
+            )));
+        }
+        check_dscp(f.dscp)?;
+        if let Some(r) = &f.rate {
+            parse_rate(r).map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
+        }
+        let dur = parse_duration(&s.duration).unwrap_or(0);
+        if let Some(st) = &f.start {
+            check_duration(&format!("traffic.flows[{k}].start"), st)?;
+            if parse_duration(st).unwrap_or(0) >= dur {
+                return Err(inv(format!(
+                    "traffic.flows[{k}].start = {st} is not before the end of the run (traffic.duration = {})",
+                    s.duration
+                )));
             }
-            TrafficSpec::Static(s) => {
-                check_duration("traffic.duration", &s.duration)?;
-                if let Some(q) = &s.quick_duration {
-                    check_duration("traffic.quick_duration", q)?;
-                }
-                check_duration("traffic.sample", &s.sample)?;
-                if s.flows.is_empty() {
-                    return bad("traffic.flows is empty — add [[traffic.flows]] tables".into());
-                }
-                for (k, f) in s.flows.iter().enumerate() {
-                    self.check_hosts(&format!("traffic.flows[{k}]"), &[f.server, f.client])?;
-                    if f.server == f.client {
-                        return bad(format!(
-                            "traffic.flows[{k}]: server and client are both host {}",
-                            f.server
-                        ));
-                    }
-                    check_dscp(f.dscp)?;
-                    if let Some(r) = &f.rate {
-                        parse_rate(r)
-                            .map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
-                    }
-                    let dur = parse_duration(&s.duration).unwrap_or(0);
-                    if let Some(st) = &f.start {
-                        check_duration(&format!("traffic.flows[{k}].start"), st)?;
-                        if parse_duration(st).unwrap_or(0) >= dur {
-                            return bad(format!(
-                                "traffic.flows[{k}].start = {st} is not before the end of the run (traffic.duration = {})",
-                                s.duration
-                            ));
-                        }
-                    }
-                    if let Some(z) = &f.size {
-                        let n = parse_size(z)
-                            .map_err(|e| inv(format!("traffic.flows[{k}].size `{z}`: {e}")))?;
-                        if n == 0 {
-                            return bad(format!("traffic.flows[{k}].size must be positive"));
-                        }
-                    }
-                }
-                let sweeps = s.flows.iter().any(|f| f.count == FlowCount::Sweep);
-                if sweeps == s.flows_sweep.is_empty() {
-                    return bad(if sweeps {
-                        "a flow has count = \"sweep\" but traffic.flows_sweep is empty — list the counts, e.g. flows_sweep = [2, 4, 8, 16]".into()
-                    } else {
-                        "traffic.flows_sweep is set but no flow has count = \"sweep\"".into()
-                    });
-                }
-                if s.flows_sweep.contains(&0) {
-                    return bad("traffic.flows_sweep: counts must be at least 1".into());
-                }
-                if let Some(p) = &s.ping {
-                    self.check_hosts("traffic.ping", &[p.from, p.to])?;
-                    if p.from == p.to {
-                        return bad(format!(
-                            "traffic.ping: from and to are both host {}",
-                            p.from
-                        ));
-                    }
-                    check_dscp(p.dscp)?;
-                    check_duration("traffic.ping.interval", &p.interval)?;
-                    if parse_duration(&p.interval).unwrap_or(0) < 1_000_000 {
-                        return bad("traffic.ping.interval: at least 1ms".into());
-                    }
-                    if let Some(st) = &p.start {
-                        check_duration("traffic.ping.start", st)?;
-                    }
-                }
+        }
+        if let Some(z) = &f.size {
+            let n =
+                parse_size(z).map_err(|e| inv(format!("traffic.flows[{k}].size `{z}`: {e}")))?;
+            if n == 0 {
+                return Err(inv(format!("traffic.flows[{k}].size must be positive")));
             }
+        }
+        Ok(())
+    }
+
+    /// `[traffic.ping]`.
+    fn validate_ping(&self, p: &PingSpec) -> Result<(), ScenarioError> {
+        self.check_hosts("traffic.ping", &[p.from, p.to])?;
+        if p.from == p.to {
+            return Err(inv(format!(
+                "traffic.ping: from and to are both host {}",
+                p.from
+            )));
+        }
+        check_dscp(p.dscp)?;
+        check_duration("traffic.ping.interval", &p.interval)?;
+        if parse_duration(&p.interval).unwrap_or(0) < 1_000_000 {
+            return Err(inv("traffic.ping.interval: at least 1ms".into()));
+        }
+        if let Some(st) = &p.start {
+            check_duration("traffic.ping.start", st)?;
         }
         Ok(())
     }
@@ -823,8 +923,14 @@ impl Scenario {
 
     /// Every combination, in run order (repeat, sweep value, AQM).
     pub fn combos(&self) -> Vec<Combo> {
+        self.combos_from(0)
+    }
+
+    /// The combinations with repeats numbered from `first_repeat` (a later
+    /// run to be merged with an earlier one: new seeds, new directories).
+    pub fn combos_from(&self, first_repeat: u32) -> Vec<Combo> {
         let mut out = Vec::new();
-        for r in 0..self.repeat {
+        for r in first_repeat..first_repeat + self.repeat {
             for v in self.sweep_values() {
                 for aqm in &self.switch.aqm {
                     let tag = v.tag();
@@ -844,6 +950,11 @@ impl Scenario {
             }
         }
         out
+    }
+
+    /// The seed of repeat `r`'s flow schedules (each client adds its index).
+    pub fn repeat_seed(&self, r: u32) -> u64 {
+        self.seed + r as u64 * 1000
     }
 
     /// The AQM plots are normalised to: `baseline`, else the first AQM.
@@ -904,6 +1015,35 @@ fn inv(m: String) -> ScenarioError {
     ScenarioError::Invalid(m)
 }
 
+/// One entry of `switch.aqm`: a known AQM (or R-AQM with one), with an
+/// optional `@label` of letters, digits, `-` and `_`.
+fn check_aqm_entry(a: &str) -> Result<(), ScenarioError> {
+    let kind = aqm_kind(a);
+    // R-AQM with its forward AQM: `r-aqm` (dctcp) or `r-aqm+tcn`.
+    let kind = match crate::raqm::parse_aqm_name(kind) {
+        Some(forward) => forward.unwrap_or(crate::raqm::DEFAULT_FORWARD_AQM),
+        None => kind,
+    };
+    if !AQM_NAMES.contains(&kind) {
+        return Err(inv(format!(
+            "switch.aqm: unknown AQM `{kind}` — choose from {}, or r-aqm / r-aqm+<forward AQM> (a variant is written kind@label, e.g. dctcp@port)",
+            AQM_NAMES.join(", ")
+        )));
+    }
+    let bad_label = a.split_once('@').is_some_and(|(_, l)| {
+        l.is_empty()
+            || !l
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    });
+    if bad_label {
+        return Err(inv(format!(
+            "switch.aqm: `{a}` — a variant label after @ uses letters, digits, - and _ only"
+        )));
+    }
+    Ok(())
+}
+
 fn check_duration(what: &str, s: &str) -> Result<(), ScenarioError> {
     parse_duration(s)
         .map(|_| ())
@@ -942,6 +1082,27 @@ mod tests {
             }
         }
         assert!(n >= 13, "only {n} scenarios found in {}", dir.display());
+    }
+
+    #[test]
+    fn a_manifests_scenario_reads_back() {
+        // `report` rebuilds a summary from the scenario in manifest.json.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let sc = Scenario::load(&p).unwrap();
+                let json = serde_json::to_value(&sc).unwrap();
+                let back: Scenario = serde_json::from_value(json)
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!(back, sc, "{}", p.display());
+            }
+        }
+        // Manifests written before counts serialised as numbers.
+        let old: FlowCount = serde_json::from_str(r#"{"Fixed": 4}"#).unwrap();
+        assert_eq!(old, FlowCount::Fixed(4));
+        let old: FlowCount = serde_json::from_str(r#""Sweep""#).unwrap();
+        assert_eq!(old, FlowCount::Sweep);
     }
 
     const WORKLOAD: &str = r#"

@@ -15,12 +15,12 @@
 
 use std::io::{self, Write};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::results::sum_pkts;
 
 /// One queue at one instant.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueueSample {
     /// Milliseconds since sampling started (just before the traffic).
     pub t_ms: u64,
@@ -67,72 +67,95 @@ pub fn samples_from_snapshot(t_ms: u64, v: &serde_json::Value) -> Vec<QueueSampl
     out
 }
 
+/// A row of the switch's own `--timeseries` CSV, read by header name (the
+/// columns not needed here, such as `backlog_pkts`, are skipped).
+#[derive(Deserialize)]
+struct SwitchRow {
+    t_us: f64,
+    port: usize,
+    queue: usize,
+    backlog_bytes: u64,
+    dequeued_bytes: u64,
+    marks: u64,
+    drops: u64,
+}
+
+/// Columns of the switch's time series this reader needs.
+const SWITCH_COLUMNS: [&str; 7] = [
+    "t_us",
+    "port",
+    "queue",
+    "backlog_bytes",
+    "dequeued_bytes",
+    "marks",
+    "drops",
+];
+
 /// Converts the switch's own time series (`--timeseries`, the CSV of
-/// [`crate::timeseries`]: `t_us,port,queue,backlog_bytes,backlog_pkts,
-/// dequeued_bytes,marks,drops`, port as an index) into samples: ports named
-/// from `ports` (the switch's `--ports` order), time in ms since traffic
-/// start, where the switch's clock read `offset_ms` at traffic start. Rows
-/// before that are left out.
+/// [`crate::timeseries`], port as an index) into samples: ports named from
+/// `ports` (the switch's `--ports` order), time in ms since traffic start,
+/// where the switch's clock read `offset_ms` at traffic start. Rows before
+/// that are left out. Columns are found by name.
 pub fn from_switch_csv(
     text: &str,
     ports: &[String],
     offset_ms: f64,
 ) -> Result<Vec<QueueSample>, String> {
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let header = rd.headers().map_err(|e| format!("header: {e}"))?.clone();
+    if let Some(missing) = SWITCH_COLUMNS
+        .iter()
+        .find(|c| !header.iter().any(|h| h == **c))
+    {
+        return Err(format!(
+            "unexpected header `{}`: no column `{missing}`",
+            header.iter().collect::<Vec<_>>().join(",")
+        ));
+    }
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if n == 0 {
-            if line.trim() != crate::timeseries::HEADER {
-                return Err(format!("unexpected header `{line}`"));
-            }
-            continue;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split(',').collect();
-        let bad = || format!("line {}: `{line}`", n + 1);
-        if f.len() != 8 {
-            return Err(bad());
-        }
-        let num = |i: usize| f[i].parse::<u64>().map_err(|_| bad());
-        let t_us: f64 = f[0].parse().map_err(|_| bad())?;
-        let t_ms = t_us / 1000.0 - offset_ms;
+    for row in rd.deserialize::<SwitchRow>() {
+        let row = row.map_err(|e| match e.position() {
+            Some(p) => format!("line {}: {e}", p.line()),
+            None => e.to_string(),
+        })?;
+        let t_ms = row.t_us / 1000.0 - offset_ms;
         if t_ms < 0.0 {
             continue;
         }
         let port = ports
-            .get(num(1)? as usize)
-            .ok_or_else(|| format!("line {}: port {} of {}", n + 1, f[1], ports.len()))?;
+            .get(row.port)
+            .ok_or_else(|| format!("at {} us: port {} of {}", row.t_us, row.port, ports.len()))?;
         out.push(QueueSample {
             t_ms: t_ms.round() as u64,
             port: port.clone(),
-            queue: num(2)? as usize,
-            backlog_bytes: num(3)?,
-            dequeued_bytes: num(5)?,
-            marked_pkts: num(6)?,
-            dropped_pkts: num(7)?,
+            queue: row.queue,
+            backlog_bytes: row.backlog_bytes,
+            dequeued_bytes: row.dequeued_bytes,
+            marked_pkts: row.marks,
+            dropped_pkts: row.drops,
         });
     }
     Ok(out)
 }
 
 /// Writes the header and the rows.
-pub fn write_csv(mut w: impl Write, samples: &[QueueSample]) -> io::Result<()> {
-    writeln!(w, "{CSV_HEADER}")?;
-    for s in samples {
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{}",
-            s.t_ms,
-            s.port,
-            s.queue,
-            s.backlog_bytes,
-            s.dequeued_bytes,
-            s.marked_pkts,
-            s.dropped_pkts
-        )?;
+pub fn write_csv(w: impl Write, samples: &[QueueSample]) -> io::Result<()> {
+    let mut wr = csv::Writer::from_writer(w);
+    if samples.is_empty() {
+        wr.write_record(CSV_HEADER.split(','))?;
     }
-    w.flush()
+    for s in samples {
+        wr.serialize(s)?;
+    }
+    wr.flush()
+}
+
+/// Reads what [`write_csv`] wrote (columns by name).
+pub fn read_csv(text: &str) -> Result<Vec<QueueSample>, String> {
+    csv::Reader::from_reader(text.as_bytes())
+        .deserialize::<QueueSample>()
+        .map(|r| r.map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// The busiest port: the one with the largest summed backlog over the run.
@@ -218,6 +241,7 @@ mod tests {
         assert_eq!(lines[2], "0,p-h1-sw,1,10,0,0,0");
         assert_eq!(lines[3], "100,p-h1-sw,0,1500,1250000,3,1");
         assert_eq!(lines.len(), 5);
+        assert_eq!(read_csv(&text).unwrap(), s, "reads back what it wrote");
         assert_eq!(busiest_port(&s).as_deref(), Some("p-h1-sw"));
         assert_eq!(
             port_backlog_kb(&s, "p-h1-sw"),
@@ -275,11 +299,22 @@ mod tests {
         assert_eq!((s[2].t_ms, s[2].dropped_pkts), (2, 2));
         // Malformed input is an error that says where.
         let e = from_switch_csv("t_us,port\n", &ports, 0.0).unwrap_err();
-        assert!(e.contains("header"), "{e}");
+        assert!(e.contains("header") && e.contains("`queue`"), "{e}");
+        // Columns are found by name: another order, an extra column.
+        let moved = "extra,drops,marks,dequeued_bytes,backlog_pkts,backlog_bytes,queue,port,t_us\nz,2,0,9000,0,0,0,1,2500.0\n";
+        let s2 = from_switch_csv(moved, &ports, 1.0).unwrap();
+        assert_eq!(
+            (
+                s2[0].port.as_str(),
+                s2[0].dropped_pkts,
+                s2[0].dequeued_bytes
+            ),
+            ("x-h2-sw", 2, 9000)
+        );
         let bad = format!("{}\n1.0,7,0,0,0,0,0,0\n", crate::timeseries::HEADER);
         assert!(from_switch_csv(&bad, &ports, 0.0)
             .unwrap_err()
-            .contains("port 7"));
+            .contains("port 7 of 2"));
         let bad = format!("{}\n1.0,0,0,x,0,0,0,0\n", crate::timeseries::HEADER);
         assert!(from_switch_csv(&bad, &ports, 0.0)
             .unwrap_err()

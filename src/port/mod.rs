@@ -44,6 +44,7 @@ mod counters;
 pub mod flowmap;
 #[cfg(test)]
 mod flowtests;
+mod outcome;
 #[cfg(test)]
 mod tests;
 
@@ -57,9 +58,9 @@ pub use counters::{
     DropCounts, MarkCounts, PktBytes, PortCounters, QueueCounters, Sojourn, SojournSummary,
 };
 pub use flowmap::{FlowClassConfig, FlowCounters, FlowMap};
+pub use outcome::{Admission, Departure};
 
 use crate::aqm::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};
-use crate::capture::PortTrace;
 use crate::packet::{FrameStore, Packet};
 use crate::rng::SimRng;
 use crate::sched::{QueuesView, SchedKind, Scheduler};
@@ -67,6 +68,15 @@ use crate::shaper::TokenBucket;
 use crate::units::Nanos;
 use crate::wire::ecn::{set_ce, MarkOutcome};
 use crate::wire::Ecn;
+
+/// Sees each packet the port drops, with its frame bytes, just before the
+/// frame is released (capture copies the bytes of the dequeue AQM's drops).
+pub trait DropWitness: FnMut(&Packet, DropReason, &[u8]) {}
+impl<F: FnMut(&Packet, DropReason, &[u8])> DropWitness for F {}
+
+/// The witness that looks away.
+#[inline]
+pub fn no_witness(_: &Packet, _: DropReason, _: &[u8]) {}
 
 /// The packets of a port's queues, as the scheduler sees them.
 #[derive(Debug)]
@@ -104,8 +114,6 @@ pub struct EgressPort<A: Aqm> {
     counters: PortCounters,
     /// ECT packets seen at dequeue (for `mark_every`).
     ect_dequeued: u64,
-    /// Per-packet verdicts for capture (`--pcap`); None: off, one branch per hook.
-    trace: Option<Box<PortTrace>>,
 }
 
 impl<A: Aqm> EgressPort<A> {
@@ -141,14 +149,13 @@ impl<A: Aqm> EgressPort<A> {
             backlog_bytes: 0,
             backlog_pkts: 0,
             ect_dequeued: 0,
-            trace: None,
             cfg,
         })
     }
 
     /// Queue a frame, or drop it (frame released to `store`, counted by
-    /// reason). Sets `pkt.queue` and `pkt.enqueue_ns = now`.
-    pub fn enqueue<S: FrameStore>(&mut self, pkt: Packet, now: Nanos, store: &mut S) {
+    /// reason); says which. Sets `pkt.queue` and `pkt.enqueue_ns = now`.
+    pub fn enqueue<S: FrameStore>(&mut self, pkt: Packet, now: Nanos, store: &mut S) -> Admission {
         let q = match &mut self.flows {
             Some(f) => f.classify(
                 pkt.l3.map(|l| l.flow_hash),
@@ -159,7 +166,7 @@ impl<A: Aqm> EgressPort<A> {
             ),
             None => self.classify[(pkt.dscp() & 63) as usize] as usize,
         };
-        self.enqueue_to(pkt, q, now, store);
+        self.enqueue_to(pkt, q, now, store)
     }
 
     /// Like [`enqueue`](Self::enqueue) into queue `q` chosen by the caller
@@ -171,7 +178,7 @@ impl<A: Aqm> EgressPort<A> {
         q: usize,
         now: Nanos,
         store: &mut S,
-    ) {
+    ) -> Admission {
         assert!(q < self.queues.q.len(), "queue {q} out of range");
         pkt.queue = q as u16;
         pkt.enqueue_ns = now;
@@ -193,21 +200,24 @@ impl<A: Aqm> EgressPort<A> {
         } else {
             None
         };
-        if let Some(r) = reject {
-            self.drop_frame(&pkt, r, store);
+        let queue = q as u16;
+        if let Some(reason) = reject {
+            self.drop_frame(&pkt, reason, store, &mut no_witness);
             self.unclaim_if_empty(q);
-            return;
+            return Admission::Dropped { queue, reason };
         }
 
         let ctx = self.ctx(q);
         let verdict = self.aqm.on_enqueue(&pkt, &ctx, now, &mut self.rng);
-        if !self.apply(&mut pkt, verdict, store) {
+        if let Err(reason) = self.apply(&mut pkt, verdict, store, &mut no_witness) {
             self.unclaim_if_empty(q);
-            return;
+            return Admission::Dropped { queue, reason };
         }
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.passed(&pkt, verdict);
-        }
+        let admitted = Admission::Queued {
+            queue,
+            mark: outcome::mark_of(verdict),
+            ce: outcome::carries_ce(&pkt),
+        };
 
         let was_empty = self.queues.q[q].is_empty();
         self.queues.q[q].push_back(pkt);
@@ -223,12 +233,28 @@ impl<A: Aqm> EgressPort<A> {
             c.grow(len);
         });
         self.sched.on_enqueue(q, len, was_empty, now);
+        admitted
     }
 
     /// The next packet the shaper lets go at `now`, with the dequeue AQM
     /// applied (packets it drops are released and the next one is tried);
     /// a CE mark is already written into the frame bytes.
+    #[inline]
     pub fn dequeue<S: FrameStore>(&mut self, now: Nanos, store: &mut S) -> Option<Packet> {
+        self.dequeue_with(now, store, &mut no_witness)
+            .map(|d| d.pkt)
+    }
+
+    /// [`dequeue`](Self::dequeue), saying what happened: the packet let go
+    /// with its mark verdict, and each packet the dequeue AQM dropped on
+    /// the way shown to `dropped(packet, reason, frame bytes)` just before
+    /// its frame is released (capture copies the bytes).
+    pub fn dequeue_with<S: FrameStore, W: DropWitness>(
+        &mut self,
+        now: Nanos,
+        store: &mut S,
+        dropped: &mut W,
+    ) -> Option<Departure> {
         loop {
             let q = self.sched.select(&self.queues, now)?;
             let len = self
@@ -279,18 +305,18 @@ impl<A: Aqm> EgressPort<A> {
                     }
                 }
             }
-            let keep = self.apply(&mut pkt, verdict, store);
+            let keep = self.apply(&mut pkt, verdict, store, dropped).is_ok();
             if self.backlog_pkts == 0 {
                 self.aqm.on_idle(now);
             }
             if keep {
-                if let Some(t) = self.trace.as_deref_mut() {
-                    t.passed(&pkt, verdict);
-                }
                 let took = self.tb.try_take(len, now);
                 debug_assert!(took, "shaper refused a frame it said was ready");
                 self.counters.count(q, |c| c.dequeued.add(len));
-                return Some(pkt);
+                return Some(Departure {
+                    pkt,
+                    mark: outcome::mark_of(verdict),
+                });
             }
         }
     }
@@ -350,15 +376,6 @@ impl<A: Aqm> EgressPort<A> {
     /// The configuration the port runs with.
     pub fn config(&self) -> &PortConfig {
         &self.cfg
-    }
-    /// Turns the per-packet trace for capture on (Some) or off.
-    pub fn set_trace(&mut self, trace: Option<PortTrace>) {
-        self.trace = trace.map(Box::new);
-    }
-    /// The trace of verdicts since it was last cleared (None: off).
-    #[inline]
-    pub fn trace_mut(&mut self) -> Option<&mut PortTrace> {
-        self.trace.as_deref_mut()
     }
     /// The per-flow classifier's table and counters (`Classifier::Flow`).
     pub fn flows(&self) -> Option<&FlowMap> {
@@ -424,34 +441,44 @@ impl<A: Aqm> EgressPort<A> {
         }
     }
 
-    /// Releases a frame and counts the drop.
+    /// Releases a frame and counts the drop (after showing it to `witness`).
     #[inline]
-    fn drop_frame<S: FrameStore>(&mut self, pkt: &Packet, r: DropReason, store: &mut S) {
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.dropped(pkt, r, store.bytes_mut(pkt.frame, pkt.len));
-        }
+    fn drop_frame<S: FrameStore, W: DropWitness>(
+        &mut self,
+        pkt: &Packet,
+        r: DropReason,
+        store: &mut S,
+        witness: &mut W,
+    ) {
+        witness(pkt, r, store.bytes_mut(pkt.frame, pkt.len));
         store.release(pkt.frame);
         let len = pkt.len;
         self.counters
             .count(pkt.queue as usize, |c| c.dropped.add(r, len));
     }
 
-    /// The one place verdicts take effect. Returns whether the packet goes
-    /// on (false: released and counted).
+    /// The one place verdicts take effect. Ok: the packet goes on; Err:
+    /// released (shown to `witness` first) and counted, for that reason.
     #[inline]
-    fn apply<S: FrameStore>(&mut self, pkt: &mut Packet, v: Verdict, store: &mut S) -> bool {
+    fn apply<S: FrameStore, W: DropWitness>(
+        &mut self,
+        pkt: &mut Packet,
+        v: Verdict,
+        store: &mut S,
+        witness: &mut W,
+    ) -> Result<(), DropReason> {
         match v {
-            Verdict::Pass => true,
+            Verdict::Pass => Ok(()),
             Verdict::Drop(r) => {
-                self.drop_frame(pkt, r, store);
-                false
+                self.drop_frame(pkt, r, store, witness);
+                Err(r)
             }
             // A non-IP frame (ARP, LLDP, ...) has no ECN field and a switch's
             // ECN/WRED profile applies to IP only: a mark leaves it alone.
             Verdict::Mark(_) if pkt.l3.is_none() => {
                 self.counters
                     .count(pkt.queue as usize, |c| c.non_ip_unmarked.add(pkt.len));
-                true
+                Ok(())
             }
             Verdict::Mark(reason) => {
                 let outcome = match pkt.l3.as_mut() {
@@ -473,18 +500,18 @@ impl<A: Aqm> EgressPort<A> {
                                 c.already_ce.add(len);
                             }
                         });
-                        true
+                        Ok(())
                     }
                     // Invalid: the bytes do not match what ingress parsed;
                     // we cannot mark, so treat it as Not-ECT.
                     MarkOutcome::NotEct | MarkOutcome::Invalid => match self.cfg.not_ect {
                         NotEctPolicy::Drop => {
-                            self.drop_frame(pkt, DropReason::NotEctMark, store);
-                            false
+                            self.drop_frame(pkt, DropReason::NotEctMark, store, witness);
+                            Err(DropReason::NotEctMark)
                         }
                         NotEctPolicy::Pass => {
                             self.counters.count(q, |c| c.not_ect_passed.add(len));
-                            true
+                            Ok(())
                         }
                     },
                 }

@@ -74,7 +74,9 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::aqm::util::{de_duration, scale_ns, ser_duration};
+use crate::aqm::DropReason;
 use crate::packet::{FrameStore, Packet};
+use crate::shaper::Bucket;
 use crate::units::{fmt_duration, Nanos, Rate};
 
 pub use wscale::WindowScales;
@@ -326,46 +328,6 @@ pub fn next_state(cfg: &Config, q_prev: u32, q_now: u32) -> State {
     }
 }
 
-/// Token bucket fed by departures (§IV-B): credit never above the depth,
-/// a take never below zero.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AckBucket {
-    tokens: u64,
-    depth: u64,
-}
-
-impl AckBucket {
-    /// An empty bucket of `depth` bytes.
-    pub fn new(depth: u64) -> Self {
-        AckBucket { tokens: 0, depth }
-    }
-    /// Tokens now.
-    pub fn tokens(&self) -> u64 {
-        self.tokens
-    }
-    /// Adds `bytes`, up to the depth.
-    pub fn credit(&mut self, bytes: u64) {
-        self.tokens = self.tokens.saturating_add(bytes).min(self.depth);
-    }
-    /// Takes `amount` if there is that much.
-    pub fn take(&mut self, amount: u64) -> bool {
-        if self.tokens >= amount {
-            self.tokens -= amount;
-            true
-        } else {
-            false
-        }
-    }
-    /// Fills the bucket (unshaped port: no rate to pace by).
-    pub fn fill(&mut self) {
-        self.tokens = self.depth;
-    }
-    #[cfg(test)]
-    fn invariants(&self) {
-        assert!(self.tokens <= self.depth);
-    }
-}
-
 /// Why an ACK left R-AQM without being forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -374,6 +336,28 @@ pub enum AckDrop {
     ViqFull = 0,
     /// Held longer than `stale`.
     Stale = 1,
+}
+
+impl From<AckDrop> for DropReason {
+    /// The switch's drop counter for an ACK R-AQM dropped.
+    fn from(why: AckDrop) -> DropReason {
+        match why {
+            AckDrop::ViqFull => DropReason::ViqFull,
+            AckDrop::Stale => DropReason::Stale,
+        }
+    }
+}
+
+/// What R-AQM reads and writes outside itself in one call on port P: P's
+/// egress backlog (the state machine's q, the rewrites' q_out), the window
+/// scales learned from SYNs and the frames (header rewrites, §IV-D).
+pub struct AckCtx<'a, S> {
+    /// P's egress backlog, packets (all queues).
+    pub q_out_pkts: u32,
+    /// Window scales per flow direction (the rwnd rewrite).
+    pub scales: &'a WindowScales,
+    /// The frames.
+    pub store: &'a mut S,
 }
 
 /// Per-port counters.
@@ -423,7 +407,7 @@ pub struct Held {
 /// What [`RaqmPort::offer`] did with an ACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Offer {
-    /// Forward it now (after [`RaqmPort::rewrite`]).
+    /// Forward it now (its headers already rewritten, [`RaqmPort::rewrite`]).
     Pass(Packet),
     /// It is in the VIQ.
     Held,
@@ -437,7 +421,8 @@ pub struct RaqmPort {
     cfg: Config,
     rate: Rate,
     viq: VecDeque<Held>,
-    bucket: AckBucket,
+    /// Tokens: bytes of frames departed from P (§IV-B).
+    bucket: Bucket,
     state: State,
     state_since: Nanos,
     q_prev: u32,
@@ -451,7 +436,7 @@ pub struct RaqmPort {
 impl RaqmPort {
     /// Port state for a port of link rate `rate`, starting at `now` in NS.
     pub fn new(cfg: Config, rate: Rate, now: Nanos) -> Self {
-        let bucket = AckBucket::new(cfg.bucket_bytes);
+        let bucket = Bucket::empty(cfg.bucket_bytes as u128);
         let next_sample = now.saturating_add(cfg.interval);
         RaqmPort {
             viq: VecDeque::with_capacity(cfg.viq_limit_pkts.min(4096) as usize),
@@ -476,18 +461,27 @@ impl RaqmPort {
     }
     /// Tokens in the bucket, bytes.
     pub fn tokens(&self) -> u64 {
-        self.bucket.tokens()
+        self.bucket.tokens() as u64
     }
     /// The parameters.
     pub fn config(&self) -> &Config {
         &self.cfg
     }
 
-    /// A pure ACK arrived on this port at `now`, bound for egress port `out`.
-    pub fn offer(&mut self, pkt: Packet, out: u16, now: Nanos) -> Offer {
+    /// A pure ACK arrived on this port at `now`, bound for egress port `out`:
+    /// it passes (headers rewritten, [`rewrite`](Self::rewrite)), is held in
+    /// the VIQ, or is dropped (the caller releases the frame).
+    pub fn offer<S: FrameStore>(
+        &mut self,
+        pkt: Packet,
+        out: u16,
+        now: Nanos,
+        cx: &mut AckCtx<'_, S>,
+    ) -> Offer {
         self.counters.acks_seen += 1;
         if self.viq.is_empty() && self.state != State::Congested {
             self.counters.acks_passed += 1;
+            self.rewrite(&pkt, cx.q_out_pkts, cx.scales, cx.store);
             return Offer::Pass(pkt);
         }
         if self.viq.len() >= self.cfg.viq_limit_pkts as usize {
@@ -506,7 +500,7 @@ impl RaqmPort {
 
     /// `bytes` of frame left P's egress (token credit, §IV-B).
     pub fn on_departure(&mut self, bytes: u64) {
-        self.bucket.credit(bytes);
+        self.bucket.credit(bytes as u128);
     }
 
     fn set_state(&mut self, s: State, now: Nanos) {
@@ -519,9 +513,26 @@ impl RaqmPort {
     }
 
     /// State-machine sample, idle credit, stale drops and releases at `now`.
-    /// `q_out_pkts` is P's egress backlog in packets. Released ACKs go to
-    /// `out` as (egress port, packet); stale ones to `dropped`.
-    pub fn step(
+    /// Released ACKs go to `out` as (egress port, packet), their headers
+    /// rewritten; stale ones to `dropped` (the caller releases them).
+    pub fn step<S: FrameStore>(
+        &mut self,
+        now: Nanos,
+        cx: &mut AckCtx<'_, S>,
+        out: &mut Vec<(u16, Packet)>,
+        dropped: &mut Vec<Packet>,
+    ) {
+        let first = out.len();
+        self.release(cx.q_out_pkts, now, out, dropped);
+        // After the releases: the occupancy the rewrites see is the VIQ
+        // they leave behind.
+        for (_, pkt) in &out[first..] {
+            self.rewrite(pkt, cx.q_out_pkts, cx.scales, cx.store);
+        }
+    }
+
+    /// [`step`](Self::step) without the rewrites.
+    fn release(
         &mut self,
         q_out_pkts: u32,
         now: Nanos,
@@ -548,14 +559,14 @@ impl RaqmPort {
             } else {
                 let (start, done) = *self.idle_anchor.get_or_insert((now, 0));
                 let total = self.rate.bytes_in(now - start);
-                self.bucket.credit(total - done);
+                self.bucket.credit((total - done) as u128);
                 self.idle_anchor = Some((start, total));
             }
         } else {
             self.idle_anchor = None;
         }
         let (alpha, n) = self.cfg.alpha_n(self.state);
-        while !self.viq.is_empty() && self.bucket.take(alpha) {
+        while !self.viq.is_empty() && self.bucket.take(alpha as u128) {
             self.counters.releases[self.state as usize] += 1;
             for _ in 0..n {
                 let Some(h) = self.viq.pop_front() else { break };
@@ -597,7 +608,7 @@ impl RaqmPort {
             .saturating_add(self.cfg.stale)
             .saturating_add(1));
         let (alpha, _) = self.cfg.alpha_n(self.state);
-        let tokens = self.bucket.tokens();
+        let tokens = self.tokens();
         if tokens >= alpha {
             at(now);
         } else if self.cfg.idle_credit && q_out_pkts == 0 {
@@ -665,7 +676,7 @@ impl RaqmPort {
     pub fn gauges(&self, emit: &mut dyn FnMut(&'static str, f64)) {
         emit("raqm_state", self.state as u8 as f64);
         emit("raqm_viq_pkts", self.viq.len() as f64);
-        emit("raqm_tokens", self.bucket.tokens() as f64);
+        emit("raqm_tokens", self.tokens() as f64);
         emit("raqm_held", self.counters.acks_held as f64);
         emit("raqm_released", self.counters.acks_released as f64);
         emit("raqm_dropped_stale", self.counters.dropped_stale as f64);
@@ -689,43 +700,21 @@ impl RaqmPort {
     }
 }
 
-/// R-AQM for the whole switch: one [`RaqmPort`] per port and the window
-/// scales learned from SYNs.
-#[derive(Clone, Debug)]
-pub struct Raqm {
-    /// Per port, by port number.
-    pub ports: Vec<RaqmPort>,
-    /// Window scales per flow direction.
-    pub scales: WindowScales,
-}
-
-impl Raqm {
-    /// R-AQM on ports of the given rates.
-    pub fn new(cfg: &Config, rates: &[Rate], now: Nanos) -> Self {
-        Raqm {
-            ports: rates
-                .iter()
-                .map(|&r| RaqmPort::new(cfg.clone(), r, now))
-                .collect(),
-            scales: WindowScales::default(),
-        }
-    }
-    /// JSON report of one port.
-    pub fn report(&self, port: usize, now: Nanos) -> serde_json::Value {
-        let Some(p) = self.ports.get(port) else {
-            return serde_json::Value::Null;
-        };
-        let c = p.counters_at(now);
+impl RaqmPort {
+    /// JSON report of this port at `now`; `flows_with_scale`: flow
+    /// directions whose window scale the switch has learned.
+    pub fn report(&self, now: Nanos, flows_with_scale: usize) -> serde_json::Value {
+        let c = self.counters_at(now);
         let by_state = |a: [u64; 3], f: fn(u64) -> serde_json::Value| {
             serde_json::json!({
                 "normal": f(a[0]), "draining": f(a[1]), "congested": f(a[2]),
             })
         };
         serde_json::json!({
-            "state": p.state.name(),
-            "viq_pkts": p.viq.len(),
+            "state": self.state.name(),
+            "viq_pkts": self.viq.len(),
             "viq_max": c.viq_max,
-            "tokens": p.bucket.tokens(),
+            "tokens": self.tokens(),
             "acks_seen": c.acks_seen,
             "acks_passed": c.acks_passed,
             "acks_held": c.acks_held,
@@ -741,7 +730,7 @@ impl Raqm {
             "releases": by_state(c.releases, |v| v.into()),
             "transitions": c.transitions,
             "state_ms": by_state(c.state_ns, |v| (v as f64 / 1e6).into()),
-            "flows_with_scale": self.scales.len(),
+            "flows_with_scale": flows_with_scale,
         })
     }
 }

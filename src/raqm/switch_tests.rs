@@ -96,7 +96,7 @@ fn incast_acks_are_held_and_data_is_not_delayed() {
         run_until(&mut sw, &mut st, &mut txs, 10 * US, &mut now);
         if with_raqm {
             assert_eq!(
-                sw.raqm().unwrap().scales.len(),
+                sw.window_scales().unwrap().len(),
                 4,
                 "both directions of both flows"
             );
@@ -135,7 +135,7 @@ fn incast_acks_are_held_and_data_is_not_delayed() {
             send(&mut sw, &mut st, 2, f, now);
         }
         if with_raqm {
-            let r = &sw.raqm().unwrap().ports[2];
+            let r = sw.ports()[2].raqm.as_ref().unwrap();
             assert_eq!(r.state(), State::Congested);
             assert_eq!(r.viq_len(), delivered_before, "every ACK held");
         }
@@ -165,7 +165,7 @@ fn incast_acks_are_held_and_data_is_not_delayed() {
             .collect();
         assert_eq!(acks.len(), delivered_before, "no ACK lost");
         if with_raqm {
-            let r = &sw.raqm().unwrap().ports[2];
+            let r = sw.ports()[2].raqm.as_ref().unwrap();
             assert_eq!(r.counters.acks_held as usize, delivered_before);
             assert_eq!(r.counters.acks_released as usize, delivered_before);
             // Held ACKs leave paced, not at once.
@@ -191,4 +191,59 @@ fn incast_acks_are_held_and_data_is_not_delayed() {
         schedules[0], schedules[1],
         "R-AQM changed no data departure"
     );
+}
+
+/// An ACK that finds its VIQ full is an ingress drop of its own reason
+/// (`viq_full`), not a queue-limit drop, and the counters still add up.
+#[test]
+fn a_full_viq_is_its_own_drop_reason() {
+    let mut sw = switch(2);
+    let mut st = VecStore::new();
+    let cfg = Config {
+        viq_limit_pkts: 2,
+        ..Config::for_link(Rate::gbit(1), 250 * US)
+    };
+    sw.enable_raqm(&cfg, 0);
+    // Host 1 on port 0, host 2 on port 1 (the receiver, port P).
+    send(
+        &mut sw,
+        &mut st,
+        1,
+        tcp_frame(false, (2, 1), (5201, 40000), flags::ACK, 502, &[]),
+        0,
+    );
+    send(
+        &mut sw,
+        &mut st,
+        0,
+        tcp_frame(false, (1, 2), (40000, 5201), flags::ACK, 502, &[]),
+        0,
+    );
+    // Ten data frames for P at once: at T its queue has grown → CS.
+    for _ in 0..10 {
+        let f = tcp_frame_with_payload(false, (1, 2), (40000, 5201), flags::ACK, 502, &[], 1460);
+        send(&mut sw, &mut st, 0, f, 1);
+    }
+    let mut sent = Vec::new();
+    sw.poll(cfg.interval, &mut st, |_, pkt| sent.push(pkt));
+    let raqm = |sw: &Switch<DropTail>| sw.ports()[1].raqm.clone().unwrap();
+    assert_eq!(raqm(&sw).state(), State::Congested);
+    // Three ACKs from the receiver: two held, the third finds the VIQ full.
+    for _ in 0..3 {
+        let ack = tcp_frame(false, (2, 1), (5201, 40000), flags::ACK, 502, &[]);
+        send(&mut sw, &mut st, 1, ack, cfg.interval);
+    }
+    assert_eq!(raqm(&sw).viq_len(), 2);
+    assert_eq!(raqm(&sw).counters.dropped_viq_full, 1);
+    let drops = &sw.ports()[1].io.ingress_drops;
+    assert_eq!(drops[DropReason::ViqFull as usize], 1);
+    assert_eq!(drops[DropReason::QueueLimit as usize], 0);
+    assert_eq!(drops.iter().sum::<u64>(), 1);
+    let c = sw.conservation();
+    assert!(c.holds, "{c:?}");
+    for pkt in sent {
+        st.release(pkt.frame);
+    }
+    sw.drain(&mut st);
+    assert_eq!(st.live, 0);
 }

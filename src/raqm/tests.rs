@@ -28,9 +28,26 @@ fn ack(id: u64, flow: u32) -> Packet {
 
 fn step(p: &mut RaqmPort, q: u32, now: Nanos) -> (Vec<(u16, Packet)>, Vec<Packet>) {
     let (mut out, mut dropped) = (Vec::new(), Vec::new());
-    p.step(q, now, &mut out, &mut dropped);
+    let mut cx = AckCtx {
+        q_out_pkts: q,
+        scales: &WindowScales::default(),
+        store: &mut VecStore::new(),
+    };
+    p.step(now, &mut cx, &mut out, &mut dropped);
     p.invariants();
     (out, dropped)
+}
+
+/// `p.offer` for an ACK without L3 (no rewrite applies, so P's backlog and
+/// the frames do not matter).
+fn offer_ack(p: &mut RaqmPort, pkt: Packet, out: u16, now: Nanos) -> Offer {
+    assert!(pkt.l3.is_none());
+    let mut cx = AckCtx {
+        q_out_pkts: 0,
+        scales: &WindowScales::default(),
+        store: &mut VecStore::new(),
+    };
+    p.offer(pkt, out, now, &mut cx)
 }
 
 #[test]
@@ -98,7 +115,7 @@ fn algorithm_1_step_by_step() {
     let mut id = 0;
     let mut offer = |p: &mut RaqmPort, now| {
         id += 1;
-        p.offer(ack(id, 0), 7, now)
+        offer_ack(p, ack(id, 0), 7, now)
     };
     // t < T: NS, empty VIQ → an ACK passes at once (§V: only triggered to avoid drops).
     assert!(matches!(offer(&mut p, 10), Offer::Pass(_)));
@@ -191,7 +208,7 @@ fn bucket_depth_caps_credit() {
     // Force NS with held ACKs: the bucket (10 frames) releases at most 10.
     step(&mut p, 30, c.interval); // 0 → 30: CS
     for i in 0..40 {
-        p.offer(ack(i, 0), 1, c.interval);
+        offer_ack(&mut p, ack(i, 0), 1, c.interval);
     }
     let (out, _) = step(&mut p, 30, 2 * c.interval); // stable in [K_min, K_max]: NS
     assert_eq!(p.state(), State::Normal);
@@ -208,8 +225,8 @@ fn stale_acks_are_dropped_at_5ms() {
     };
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
     step(&mut p, 5, c.interval); // CS
-    assert_eq!(p.offer(ack(1, 0), 1, 100_000), Offer::Held);
-    assert_eq!(p.offer(ack(2, 0), 1, 200_000), Offer::Held);
+    assert_eq!(offer_ack(&mut p, ack(1, 0), 1, 100_000), Offer::Held);
+    assert_eq!(offer_ack(&mut p, ack(2, 0), 1, 200_000), Offer::Held);
     // The next event includes the head's deadline.
     assert_eq!(
         p.next_event(5, 150_000),
@@ -237,10 +254,10 @@ fn full_viq_drops_and_counts() {
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
     step(&mut p, 5, c.interval);
     for i in 0..3 {
-        assert_eq!(p.offer(ack(i, 0), 1, c.interval), Offer::Held);
+        assert_eq!(offer_ack(&mut p, ack(i, 0), 1, c.interval), Offer::Held);
     }
     assert!(matches!(
-        p.offer(ack(9, 0), 1, c.interval),
+        offer_ack(&mut p, ack(9, 0), 1, c.interval),
         Offer::Dropped(_, AckDrop::ViqFull)
     ));
     assert_eq!(p.counters.dropped_viq_full, 1);
@@ -261,7 +278,7 @@ fn idle_credit_paces_at_link_rate() {
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
     step(&mut p, 60, t); // 0 → 60: CS
     for i in 0..3 {
-        assert_eq!(p.offer(ack(i, 0), 1, t), Offer::Held);
+        assert_eq!(offer_ack(&mut p, ack(i, 0), 1, t), Offer::Held);
     }
     // q_out still 60: no idle credit; the next event is the next T.
     assert_eq!(p.next_event(60, t + 1), Some(t + 5_000_001));
@@ -282,7 +299,7 @@ fn idle_credit_paces_at_link_rate() {
         0,
     );
     step(&mut strict, 60, t);
-    strict.offer(ack(1, 0), 1, t);
+    offer_ack(&mut strict, ack(1, 0), 1, t);
     assert!(step(&mut strict, 0, t + 1_000_000).0.is_empty());
 }
 
@@ -290,7 +307,7 @@ fn idle_credit_paces_at_link_rate() {
 fn unshaped_port_releases_at_once_when_idle() {
     let mut p = RaqmPort::new(cfg(), Rate::from_bps(0), 0);
     step(&mut p, 5, cfg().interval);
-    p.offer(ack(1, 0), 1, cfg().interval);
+    offer_ack(&mut p, ack(1, 0), 1, cfg().interval);
     assert_eq!(step(&mut p, 0, cfg().interval + 1).0.len(), 1);
 }
 
@@ -554,7 +571,7 @@ proptest! {
             match o {
                 Op::Ack(flow) => {
                     next_id += 1;
-                    match p.offer(ack(next_id, flow), 1, now) {
+                    match offer_ack(&mut p, ack(next_id, flow), 1, now) {
                         Offer::Pass(pkt) => forwarded.push(pkt),
                         Offer::Held => {}
                         Offer::Dropped(_, _) => lost += 1,
@@ -681,12 +698,8 @@ fn r_aqm_mistakes_name_the_option() {
 fn report_renders_r_aqm_counters() {
     let mut p = RaqmPort::new(cfg(), Rate::gbit(1), 0);
     step(&mut p, 5, cfg().interval);
-    p.offer(ack(1, 0), 1, cfg().interval);
-    let r = Raqm {
-        ports: vec![p],
-        scales: WindowScales::default(),
-    };
-    let snap = serde_json::json!({"elapsed_s": 1.0, "ports": [{"name": "p0", "raqm": r.report(0, 2 * cfg().interval)}]});
+    offer_ack(&mut p, ack(1, 0), 1, cfg().interval);
+    let snap = serde_json::json!({"elapsed_s": 1.0, "ports": [{"name": "p0", "raqm": p.report(2 * cfg().interval, 0)}]});
     let text = crate::report::render(&snap);
     assert!(text.contains("r-aqm: congested"), "{text}");
     assert!(text.contains("held 1"), "{text}");

@@ -26,9 +26,11 @@
 
 mod ring;
 mod socket;
+mod sys;
 mod umem;
 
 pub use socket::XskSocket;
+pub use sys::set_nice;
 pub use umem::Umem;
 
 /// Address of a frame in the UMEM (byte offset) = [`crate::packet::FrameId`].
@@ -186,27 +188,6 @@ pub enum XskError {
 /// The kernel's index of interface `name`, if it exists in this namespace.
 pub fn if_index(name: &str) -> Option<u32> {
     nix::net::if_::if_nametoindex(name).ok()
-}
-
-/// Raises the calling process's CPU priority (nice value `nice`, −20..19) so
-/// the busy-polling data path is preempted less by builds or other load on a
-/// small machine. Lives here because nix has no `setpriority` wrapper, so it
-/// is a raw syscall, and this module is where softswitch keeps its `unsafe`.
-pub fn set_nice(nice: i32) -> std::io::Result<()> {
-    // SAFETY: setpriority takes plain integers; `who = 0` means this process.
-    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`): how
-/// much later than asked the kernel may end its sleeps (default 50 µs).
-pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {
-    nix::sys::prctl::set_timerslack(ns as libc::c_ulong)?;
-    Ok(())
 }
 
 // The kernel round-trip test (veth + XDP + AF_XDP, root) is netns-tests/xsk.rs.

@@ -10,12 +10,13 @@
 
 use std::{
     io,
-    os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd},
+    os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd},
     sync::Arc,
 };
 
 use nix::{errno::Errno, sys::socket::MsgFlags};
 
+use super::sys::{getsockopt, new_xdp_socket, setsockopt};
 use super::Umem;
 use super::{
     ring::Ring, umem::Region, BindMode, FrameAddr, ModeRequest, XskError, XskOptions, XskStatistics,
@@ -68,30 +69,6 @@ impl std::fmt::Debug for XskSocket {
     }
 }
 
-/// Creates an unbound AF_XDP socket.
-pub(super) fn new_xdp_socket() -> Result<OwnedFd, XskError> {
-    // SAFETY: plain syscall; the result is checked and owned below.
-    let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        let source = io::Error::last_os_error();
-        return Err(match source.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => XskError::Permission { op: "socket(AF_XDP)" },
-            Some(libc::EAFNOSUPPORT) => XskError::Syscall {
-                op: "socket(AF_XDP)",
-                source,
-                hint: "this kernel has no AF_XDP (CONFIG_XDP_SOCKETS); softswitch needs Linux ≥ 5.10 with it",
-            },
-            _ => XskError::Syscall {
-                op: "socket(AF_XDP)",
-                source,
-                hint: "check `ulimit -n`",
-            },
-        });
-    }
-    // SAFETY: fd is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// `XDP_MAX_TX_SKB_BUDGET` (uapi `linux/if_xdp.h`, Linux ≥ 6.17): frames
 /// one copy-mode tx kick may send, 32 up to the tx ring's size.
 const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
@@ -99,47 +76,6 @@ const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 /// Frames a copy-mode tx kick sends when the budget cannot be raised (the
 /// kernel's `TX_BATCH_SIZE`).
 const DEFAULT_TX_BUDGET: u32 = 32;
-
-/// `setsockopt(fd, SOL_XDP, opt, value)`.
-pub(super) fn setsockopt<T>(fd: RawFd, opt: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: value points to a live T of the size we pass.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_XDP,
-            opt,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// `getsockopt(fd, SOL_XDP, opt)` into a zeroed `T`; also returns the length the kernel wrote.
-fn getsockopt<T: Copy>(fd: RawFd, opt: libc::c_int) -> io::Result<(T, usize)> {
-    // SAFETY: all T used here are plain C structs / integers for which all-zero is valid.
-    let mut value: T = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
-    // SAFETY: value is a live, writable T of `len` bytes.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_XDP,
-            opt,
-            (&mut value as *mut T).cast(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok((value, len as usize))
-    }
-}
 
 fn check_ring_size(name: &str, n: u32) -> Result<(), XskError> {
     if n.is_power_of_two() && (8..=1 << 16).contains(&n) {
@@ -149,6 +85,138 @@ fn check_ring_size(name: &str, n: u32) -> Result<(), XskError> {
             "{name} ring size {n}: use a power of two between 8 and 65536"
         )))
     }
+}
+
+/// Sets the four ring sizes of socket `fd`, and asks for a whole tx ring per
+/// copy-mode kick; returns whether the kernel took that budget.
+fn set_ring_sizes(fd: RawFd, opts: &XskOptions) -> Result<bool, XskError> {
+    let sockopt = |op: &'static str, opt, n: &u32| {
+        setsockopt(fd, opt, n).map_err(|source| XskError::Syscall {
+            op,
+            source,
+            hint: "ring sizes must be powers of two; run as root",
+        })
+    };
+    sockopt(
+        "setsockopt(XDP_UMEM_FILL_RING)",
+        libc::XDP_UMEM_FILL_RING,
+        &opts.fill_size,
+    )?;
+    sockopt(
+        "setsockopt(XDP_UMEM_COMPLETION_RING)",
+        libc::XDP_UMEM_COMPLETION_RING,
+        &opts.comp_size,
+    )?;
+    sockopt("setsockopt(XDP_RX_RING)", libc::XDP_RX_RING, &opts.rx_size)?;
+    sockopt("setsockopt(XDP_TX_RING)", libc::XDP_TX_RING, &opts.tx_size)?;
+    // Copy mode sends at most 32 frames per kick unless told otherwise
+    // (XDP_MAX_TX_SKB_BUDGET, Linux ≥ 6.17): allow a whole ring per
+    // kick. Older kernels refuse the option; they keep 32 per kick and
+    // `flush` kicks again.
+    Ok(setsockopt(fd, XDP_MAX_TX_SKB_BUDGET, &opts.tx_size).is_ok())
+}
+
+/// A socket's four rings, mapped.
+struct Rings {
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    rx: Ring<libc::xdp_desc>,
+    tx: Ring<libc::xdp_desc>,
+}
+
+impl Rings {
+    /// Maps the rings of socket `fd` (sized already) through `ring_fd`, the
+    /// same socket borrowed from its owner, at the offsets the kernel gives.
+    fn map(fd: RawFd, ring_fd: BorrowedFd<'_>, opts: &XskOptions) -> Result<Self, XskError> {
+        let (off, off_len) = getsockopt::<libc::xdp_mmap_offsets>(fd, libc::XDP_MMAP_OFFSETS)
+            .map_err(|source| XskError::Syscall {
+                op: "getsockopt(XDP_MMAP_OFFSETS)",
+                source,
+                hint: "softswitch needs Linux ≥ 5.10",
+            })?;
+        if off_len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+            return Err(XskError::Config(
+                "the kernel's AF_XDP ring layout predates ring flags (Linux < 5.4); softswitch needs Linux ≥ 5.10".into(),
+            ));
+        }
+        let map_err = |op| {
+            move |source| XskError::Syscall {
+                op,
+                source,
+                hint: "mapping an AF_XDP ring failed; check `ulimit -l` and ring sizes",
+            }
+        };
+        let fill = Ring::<u64>::map(
+            ring_fd,
+            libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
+            &off.fr,
+            opts.fill_size,
+        )
+        .map_err(map_err("mmap(fill ring)"))?;
+        let comp = Ring::<u64>::map(
+            ring_fd,
+            libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
+            &off.cr,
+            opts.comp_size,
+        )
+        .map_err(map_err("mmap(completion ring)"))?;
+        let rx =
+            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
+                .map_err(map_err("mmap(rx ring)"))?;
+        let tx =
+            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
+                .map_err(map_err("mmap(tx ring)"))?;
+        Ok(Rings { fill, comp, rx, tx })
+    }
+}
+
+/// Binds socket `fd` to `queue` of interface `ifindex`: the UMEM's owner
+/// socket (`owner` None) with the mode asked for and need-wakeup, any other
+/// socket sharing the owner's UMEM.
+fn bind_to_queue(
+    fd: RawFd,
+    ifindex: u32,
+    queue: u32,
+    mode: ModeRequest,
+    owner: Option<RawFd>,
+) -> io::Result<()> {
+    let (flags, shared_fd) = match owner {
+        None => {
+            let mode = match mode {
+                ModeRequest::Auto => 0,
+                ModeRequest::ZeroCopy => libc::XDP_ZEROCOPY,
+                ModeRequest::Copy => libc::XDP_COPY,
+            };
+            (libc::XDP_USE_NEED_WAKEUP | mode, 0)
+        }
+        // The kernel refuses mode flags on a shared bind: the mode (and
+        // need-wakeup) come from the owner socket.
+        Some(owner) => (libc::XDP_SHARED_UMEM, owner as u32),
+    };
+    let sa = libc::sockaddr_xdp {
+        sxdp_family: libc::AF_XDP as u16,
+        sxdp_flags: flags,
+        sxdp_ifindex: ifindex,
+        sxdp_queue_id: queue,
+        sxdp_shared_umem_fd: shared_fd,
+    };
+    super::sys::bind(fd, &sa)
+}
+
+/// The mode the kernel bound socket `fd` in.
+fn bound_mode(fd: RawFd) -> Result<BindMode, XskError> {
+    let (xo, _) = getsockopt::<libc::xdp_options>(fd, libc::XDP_OPTIONS).map_err(|source| {
+        XskError::Syscall {
+            op: "getsockopt(XDP_OPTIONS)",
+            source,
+            hint: "softswitch needs Linux ≥ 5.10",
+        }
+    })?;
+    Ok(if xo.flags & libc::XDP_OPTIONS_ZEROCOPY != 0 {
+        BindMode::ZeroCopy
+    } else {
+        BindMode::Copy
+    })
 }
 
 impl XskSocket {
@@ -199,126 +267,23 @@ impl XskSocket {
             let fd = s.as_raw_fd();
             (Some(s), fd)
         };
-        let sockopt = |op: &'static str, opt, n: &u32| {
-            setsockopt(fd, opt, n).map_err(|source| XskError::Syscall {
-                op,
-                source,
-                hint: "ring sizes must be powers of two; run as root",
-            })
-        };
-        sockopt(
-            "setsockopt(XDP_UMEM_FILL_RING)",
-            libc::XDP_UMEM_FILL_RING,
-            &opts.fill_size,
-        )?;
-        sockopt(
-            "setsockopt(XDP_UMEM_COMPLETION_RING)",
-            libc::XDP_UMEM_COMPLETION_RING,
-            &opts.comp_size,
-        )?;
-        sockopt("setsockopt(XDP_RX_RING)", libc::XDP_RX_RING, &opts.rx_size)?;
-        sockopt("setsockopt(XDP_TX_RING)", libc::XDP_TX_RING, &opts.tx_size)?;
-        // Copy mode sends at most 32 frames per kick unless told otherwise
-        // (XDP_MAX_TX_SKB_BUDGET, Linux ≥ 6.17): allow a whole ring per
-        // kick. Older kernels refuse the option; they keep 32 per kick and
-        // `flush` kicks again.
-        let tx_budget_set = setsockopt(fd, XDP_MAX_TX_SKB_BUDGET, &opts.tx_size).is_ok();
-
-        let (off, off_len) = getsockopt::<libc::xdp_mmap_offsets>(fd, libc::XDP_MMAP_OFFSETS)
-            .map_err(|source| XskError::Syscall {
-                op: "getsockopt(XDP_MMAP_OFFSETS)",
-                source,
-                hint: "softswitch needs Linux ≥ 5.10",
-            })?;
-        if off_len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-            return Err(XskError::Config(
-                "the kernel's AF_XDP ring layout predates ring flags (Linux < 5.4); softswitch needs Linux ≥ 5.10".into(),
-            ));
-        }
-        let map_err = |op| {
-            move |source| XskError::Syscall {
-                op,
-                source,
-                hint: "mapping an AF_XDP ring failed; check `ulimit -l` and ring sizes",
-            }
-        };
+        let tx_budget_set = set_ring_sizes(fd, opts)?;
         // The socket the rings belong to, borrowed from its owner.
         let ring_fd = match &own_fd {
             Some(s) => s.as_fd(),
             None => umem.region.owner_fd.as_fd(),
         };
-        let fill = Ring::<u64>::map(
-            ring_fd,
-            libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
-            &off.fr,
-            opts.fill_size,
-        )
-        .map_err(map_err("mmap(fill ring)"))?;
-        let comp = Ring::<u64>::map(
-            ring_fd,
-            libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
-            &off.cr,
-            opts.comp_size,
-        )
-        .map_err(map_err("mmap(completion ring)"))?;
-        let rx =
-            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_RX_RING, &off.rx, opts.rx_size)
-                .map_err(map_err("mmap(rx ring)"))?;
-        let tx =
-            Ring::<libc::xdp_desc>::map(ring_fd, libc::XDP_PGOFF_TX_RING, &off.tx, opts.tx_size)
-                .map_err(map_err("mmap(tx ring)"))?;
-
-        let mut flags: u16 = 0;
-        let mut shared_fd = 0u32;
-        if first {
-            flags |= libc::XDP_USE_NEED_WAKEUP;
-            flags |= match opts.mode {
-                ModeRequest::Auto => 0,
-                ModeRequest::ZeroCopy => libc::XDP_ZEROCOPY,
-                ModeRequest::Copy => libc::XDP_COPY,
-            };
-        } else {
-            // The kernel refuses mode flags on a shared bind: the mode (and
-            // need-wakeup) come from the owner socket.
-            flags |= libc::XDP_SHARED_UMEM;
-            shared_fd = umem.owner_fd() as u32;
-        }
-        let sa = libc::sockaddr_xdp {
-            sxdp_family: libc::AF_XDP as u16,
-            sxdp_flags: flags,
-            sxdp_ifindex: ifindex,
-            sxdp_queue_id: queue,
-            sxdp_shared_umem_fd: shared_fd,
-        };
-        // SAFETY: sa is a valid sockaddr_xdp of the size passed.
-        let r = unsafe {
-            libc::bind(
-                fd,
-                (&sa as *const libc::sockaddr_xdp).cast(),
-                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            let source = io::Error::last_os_error();
-            return Err(bind_error(ifname, queue, opts.mode, first, source));
-        }
-
-        let (xo, _) = getsockopt::<libc::xdp_options>(fd, libc::XDP_OPTIONS).map_err(|source| {
-            XskError::Syscall {
-                op: "getsockopt(XDP_OPTIONS)",
-                source,
-                hint: "softswitch needs Linux ≥ 5.10",
-            }
-        })?;
-        let mode = if xo.flags & libc::XDP_OPTIONS_ZEROCOPY != 0 {
-            BindMode::ZeroCopy
-        } else {
-            BindMode::Copy
-        };
+        let rings = Rings::map(fd, ring_fd, opts)?;
+        // A shared bind names the owner socket; the first bind is the owner.
+        let owner = (!first).then(|| umem.owner_fd());
+        bind_to_queue(fd, ifindex, queue, opts.mode, owner)
+            .map_err(|source| bind_error(ifname, queue, opts.mode, first, source))?;
+        let mode = bound_mode(fd)?;
         if first {
             umem.owner_bound = true;
             umem.mode = Some(mode);
         }
+        let Rings { fill, comp, rx, tx } = rings;
         let mut s = XskSocket {
             fill,
             comp,

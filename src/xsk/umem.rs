@@ -332,7 +332,7 @@ impl Umem {
 
 /// A new AF_XDP socket with the region registered on it (XDP_UMEM_REG).
 fn registered_socket(base: NonNull<u8>, len: usize, frame_size: u32) -> Result<OwnedFd, XskError> {
-    let fd = super::socket::new_xdp_socket()?;
+    let fd = super::sys::new_xdp_socket()?;
     let reg = libc::xdp_umem_reg {
         addr: base.as_ptr() as u64,
         len: len as u64,
@@ -341,7 +341,7 @@ fn registered_socket(base: NonNull<u8>, len: usize, frame_size: u32) -> Result<O
         flags: 0,
         tx_metadata_len: 0,
     };
-    super::socket::setsockopt(fd.as_raw_fd(), libc::XDP_UMEM_REG, &reg).map_err(|source| {
+    super::sys::setsockopt(fd.as_raw_fd(), libc::XDP_UMEM_REG, &reg).map_err(|source| {
         let hint = match source.raw_os_error() {
             Some(libc::ENOMEM) | Some(libc::ENOBUFS) | Some(libc::EPERM) => {
                 "the UMEM is locked memory: run as root (CAP_IPC_LOCK) or raise `ulimit -l`, or use fewer frames"

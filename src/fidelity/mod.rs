@@ -28,6 +28,10 @@
 //! all than one tolerated stall is not judged on its share
 //! ([`judged_lost_floor`]).
 
+mod passes;
+
+pub use passes::{PassIntervals, STALL_NS};
+
 use serde::Serialize;
 
 use crate::shaper::LinkFidelity;

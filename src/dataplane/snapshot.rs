@@ -1,0 +1,178 @@
+//! The counter snapshot: what the data path copies out of the switch for
+//! the live counters (`softswitch stats`, every 100 ms) and the exit report,
+//! with the fidelity guard's verdict. No I/O: the harness takes the same
+//! snapshot of a switch on a manual clock.
+//!
+//! Taking it copies plain values and small reports, so that it is cheap
+//! (tens of µs for 3 ports × 8 queues); the JSON is built and serialised by
+//! whoever reads it ([`Snapshot::to_json`], the stats-socket thread), not on
+//! the data path's thread, where the whole snapshot used to take ~480 µs
+//! every 100 ms (BENCHMARKS.md, Headroom).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::aqm::AqmKind;
+use crate::fidelity::{self, LoopStalls, PassIntervals, Thresholds};
+use crate::ingress::IngressCounters;
+use crate::port::{PortCounters, SojournSummary};
+use crate::shaper::LinkFidelity;
+use crate::switch::{Conservation, IoCounters, Switch, SwitchPort};
+use crate::units::{Nanos, Rate};
+
+/// The switch's counters at one instant of core time (see the module header).
+pub struct Snapshot {
+    names: Arc<[String]>,
+    guard: Thresholds,
+    now: Nanos,
+    mac_entries: usize,
+    ports: Vec<PortSnapshot>,
+    passes: Option<(serde_json::Value, LoopStalls)>,
+    conservation: Conservation,
+}
+
+/// One port's part of a [`Snapshot`].
+struct PortSnapshot {
+    io: IoCounters,
+    egress: PortCounters<SojournSummary>,
+    backlog_bytes: u64,
+    backlog_pkts: u32,
+    on_wire_pkts: usize,
+    aqm: serde_json::Value,
+    classifier: Option<serde_json::Value>,
+    link: LinkFidelity,
+    raqm: Option<serde_json::Value>,
+    ingress: Option<(Rate, IngressCounters, usize)>,
+}
+
+impl PortSnapshot {
+    fn take(p: &SwitchPort<AqmKind>, now: Nanos, flows_with_scale: usize) -> Self {
+        PortSnapshot {
+            io: p.io.clone(),
+            egress: p.egress.counters().summary(),
+            backlog_bytes: p.egress.backlog_bytes(),
+            backlog_pkts: p.egress.backlog_pkts(),
+            on_wire_pkts: p.wire.len(),
+            aqm: p.egress.aqm().report(),
+            classifier: p.egress.classifier_report(),
+            link: p.egress.shaper().fidelity(now),
+            raqm: p.raqm.as_ref().map(|r| r.report(now, flows_with_scale)),
+            ingress: p
+                .ingress_link
+                .as_ref()
+                .map(|l| (l.rate(), *l.counters(), l.len())),
+        }
+    }
+
+    fn to_json(&self, name: &str) -> serde_json::Value {
+        let l = &self.link;
+        let mut v = json!({
+            "name": name,
+            "io": self.io,
+            "egress": self.egress,
+            "backlog_bytes": self.backlog_bytes,
+            "backlog_pkts": self.backlog_pkts,
+            "on_wire_pkts": self.on_wire_pkts,
+            "aqm": self.aqm,
+            "classifier": self.classifier,
+            "link": {
+                "busy_ns": l.busy_ns,
+                "lost_ns": l.lost_ns,
+                "lost_fraction": l.lost_fraction(),
+                "excess_bytes": l.excess_bytes,
+                "excess_pkts": l.excess_pkts,
+            },
+        });
+        if let Some(r) = &self.raqm {
+            v["raqm"] = r.clone();
+        }
+        if let Some((rate, c, len)) = &self.ingress {
+            v["ingress_link"] = json!({
+                "rate": rate.to_string(),
+                "backlog_pkts": len,
+                "released": c.released,
+                "delayed": c.delayed,
+                "dropped_full": c.dropped_full,
+                "max_backlog_pkts": c.max_backlog_pkts,
+                "waited_ms": c.waited_ns as f64 / 1e6,
+            });
+        }
+        v
+    }
+}
+
+impl Snapshot {
+    /// Copies the switch's counters at core time `now`, to be judged
+    /// against `guard`.
+    pub fn take(
+        sw: &Switch<AqmKind>,
+        names: &Arc<[String]>,
+        now: Nanos,
+        guard: &Thresholds,
+    ) -> Snapshot {
+        let flows_with_scale = sw.window_scales().map_or(0, |s| s.len());
+        Snapshot {
+            names: names.clone(),
+            guard: *guard,
+            now,
+            mac_entries: sw.bridge().entries(),
+            ports: sw
+                .ports()
+                .iter()
+                .map(|p| PortSnapshot::take(p, now, flows_with_scale))
+                .collect(),
+            passes: None,
+            conservation: sw.conservation(),
+        }
+    }
+
+    /// Adds the data path's loop passes over a run `real_elapsed_ns` long
+    /// (real time), for the report and the guard's stall verdict.
+    pub fn with_passes(mut self, passes: &PassIntervals, real_elapsed_ns: Nanos) -> Snapshot {
+        self.passes = Some((passes.report(), passes.stalls(real_elapsed_ns)));
+        self
+    }
+
+    /// The JSON snapshot of the switch's counters, served live and printed
+    /// at exit, with the fidelity guard's verdict.
+    pub fn to_json(&self) -> serde_json::Value {
+        let ports: Vec<_> = self
+            .ports
+            .iter()
+            .zip(self.names.iter())
+            .map(|(p, n)| p.to_json(n))
+            .collect();
+        let mut v = json!({
+            "elapsed_s": self.now as f64 / 1e9,
+            "mac_entries": self.mac_entries,
+            "ports": ports,
+        });
+        if let Some((report, _)) = &self.passes {
+            v["loop"] = report.clone();
+        }
+        let named: Vec<(&str, _)> = self
+            .names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(self.ports.iter().map(|p| p.link))
+            .collect();
+        for (i, b) in self.conservation.ports.iter().enumerate() {
+            v["ports"][i]["balance"] = json!(b);
+        }
+        v["conservation"] = json!({
+            "switch": self.conservation.switch,
+            "holds": self.conservation.holds,
+            "failures": self.conservation.failures(&self.names),
+        });
+        let stalls = self.passes.as_ref().map(|(_, s)| s);
+        v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));
+        v
+    }
+}
+
+impl crate::stats::Render for Snapshot {
+    fn render(&self) -> String {
+        self.to_json().to_string()
+    }
+}

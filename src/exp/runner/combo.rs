@@ -1,0 +1,307 @@
+//! One combination: start the switch with its AQM, sample its queues while
+//! the traffic runs, stop it, and store everything in `result.json`.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::traffic::{finish_ping, read_traffic, start_ping, start_traffic, wait_traffic};
+use super::{
+    check_paths, check_stop, switch_args, write_json, Proc, RemoveOnDrop, RunOptions, POLL,
+};
+use crate::exp::results::{
+    host_delta, parse_nstat, ComboResult, Fidelity, HostTotals, SojournResult, SwitchTotals,
+};
+use crate::exp::scenario::{Combo, Scenario};
+use crate::exp::timeseries::{
+    busiest_port, from_switch_csv, port_backlog_kb, samples_from_snapshot, write_csv, QueueSample,
+};
+use crate::topo::Topology;
+
+/// Runs one combination and writes its `result.json`.
+pub(super) fn run_combo(
+    sc: &Scenario,
+    opts: &RunOptions,
+    topo: &Topology,
+    combo: &Combo,
+) -> Result<ComboResult> {
+    let dir = opts.out.join(&combo.dir);
+    fs::create_dir_all(&dir)?;
+    let socket = PathBuf::from(format!(
+        "/tmp/softswitch-exp-{}-{}.sock",
+        topo.prefix, combo.index
+    ));
+    let _ = fs::remove_file(&socket);
+    // A killed switch leaves its socket file; remove it whatever happens.
+    let _socket_guard = RemoveOnDrop(socket.clone());
+    let mut switch = start_switch(sc, opts, topo, combo, &dir, &socket)?;
+    wait_ready(&mut switch, &socket, &dir, opts)?;
+    check_paths(sc, topo)?;
+    let before = nstat_all(topo);
+    let sampler = Sampler::start(socket.clone());
+    let traffic = start_traffic(sc, opts, topo, combo, &dir);
+    let ping = match &traffic {
+        Ok(_) => start_ping(sc, opts, topo, &dir)?,
+        Err(_) => None,
+    };
+    let waited = traffic.and_then(|procs| wait_traffic(procs, &mut switch, opts, combo));
+    let ping = finish_ping(ping, &dir);
+    let (polled, offset) = sampler.stop();
+    let (procs, wall_us) = waited?;
+    let hosts = host_totals(topo, &before, &dir)?;
+    let switch_v = stop_switch(switch, &dir)?;
+    write_csv(
+        std::io::BufWriter::new(File::create(dir.join("timeseries.csv"))?),
+        &polled,
+    )?;
+    let (queue_samples, series) = figure_series(&dir, topo, offset, polled, combo);
+    let (queue_mean_kb, queue_p99_kb) = queue_stats(&series);
+    let port = busiest_port(&series).or_else(|| SojournResult::busiest_by_bytes(&switch_v));
+    let mut r = ComboResult {
+        aqm: combo.aqm.clone(),
+        sweep: combo.sweep,
+        repeat: combo.repeat,
+        seed: sc.repeat_seed(combo.repeat),
+        dir: combo.dir.clone(),
+        expected: 0,
+        flows: vec![],
+        queries: vec![],
+        statics: vec![],
+        wall_us,
+        switch: SwitchTotals::from_snapshot(&switch_v),
+        hosts,
+        queue_samples,
+        switch_ports: topo.switch_ifs(),
+        switch_offset_ms: offset,
+        fidelity: Fidelity::from_snapshot(&switch_v),
+        queue_mean_kb,
+        queue_p99_kb,
+        sojourn: port.and_then(|p| SojournResult::from_snapshot(&switch_v, &p)),
+        ping,
+    };
+    read_traffic(sc, &procs, &mut r)?;
+    write_json(&dir.join("result.json"), &r)?;
+    Ok(r)
+}
+
+/// The switch for one AQM, writing its exit JSON, log and 1 ms time series
+/// into `dir`.
+fn start_switch(
+    sc: &Scenario,
+    opts: &RunOptions,
+    topo: &Topology,
+    combo: &Combo,
+    dir: &Path,
+    socket: &Path,
+) -> Result<Proc> {
+    let mut c = Command::new(&opts.switch_bin);
+    c.args(switch_args(sc, topo, &combo.aqm, socket));
+    // The switch's own fine-grained queue time series (every queue,
+    // 1 ms): what the queue figures plot.
+    c.arg("--timeseries").arg(dir.join("switch_timeseries.csv"));
+    c.args(["--ts-interval", "1ms"]);
+    let out = File::create(dir.join("switch.json"))?;
+    let log = File::create(dir.join("switch.log"))?;
+    Proc::spawn("softswitch", c, Stdio::from(out), Stdio::from(log))
+}
+
+/// Waits until the stats socket answers.
+fn wait_ready(switch: &mut Proc, socket: &Path, dir: &Path, opts: &RunOptions) -> Result<()> {
+    let ready = Instant::now();
+    loop {
+        if crate::stats::fetch(socket).is_ok() {
+            return Ok(());
+        }
+        if let Some(st) = switch.exited() {
+            let log = fs::read_to_string(dir.join("switch.log")).unwrap_or_default();
+            bail!("the switch exited at start ({st}):\n{}", log.trim_end());
+        }
+        if ready.elapsed() > Duration::from_secs(15) {
+            bail!(
+                "the switch did not answer on {} within 15 s",
+                socket.display()
+            );
+        }
+        check_stop(&opts.stop)?;
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Live snapshots every [`POLL`] from a thread, until stopped.
+struct Sampler {
+    sampling: Arc<AtomicBool>,
+    samples: Arc<Mutex<Vec<QueueSample>>>,
+    /// The switch's clock (ms) at sampling start, from the first snapshot:
+    /// lines its own 1 ms time series up with the traffic.
+    offset_ms: Arc<Mutex<Option<f64>>>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Sampler {
+    fn start(socket: PathBuf) -> Self {
+        let sampling = Arc::new(AtomicBool::new(true));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let offset_ms = Arc::new(Mutex::new(None::<f64>));
+        let thread = {
+            let (sampling, samples, offset) =
+                (sampling.clone(), samples.clone(), offset_ms.clone());
+            thread::spawn(move || {
+                let start = Instant::now();
+                let mut next = start;
+                while sampling.load(Ordering::SeqCst) {
+                    sample_once(&socket, start, &samples, &offset);
+                    next += POLL;
+                    let now = Instant::now();
+                    if next > now {
+                        thread::sleep(next - now);
+                    } else {
+                        next = now;
+                    }
+                }
+            })
+        };
+        Sampler {
+            sampling,
+            samples,
+            offset_ms,
+            thread,
+        }
+    }
+
+    /// Stops the thread: the samples and the switch's clock offset.
+    fn stop(self) -> (Vec<QueueSample>, Option<f64>) {
+        self.sampling.store(false, Ordering::SeqCst);
+        let _ = self.thread.join();
+        let samples = std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
+        let offset = *self.offset_ms.lock().unwrap_or_else(|e| e.into_inner());
+        (samples, offset)
+    }
+}
+
+fn sample_once(
+    socket: &Path,
+    start: Instant,
+    samples: &Mutex<Vec<QueueSample>>,
+    offset: &Mutex<Option<f64>>,
+) {
+    let Ok(text) = crate::stats::fetch(socket) else {
+        return;
+    };
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return;
+    };
+    let t_ms = start.elapsed().as_millis() as u64;
+    let mut o = offset.lock().unwrap_or_else(|e| e.into_inner());
+    if o.is_none() {
+        if let Some(e) = v["elapsed_s"].as_f64() {
+            *o = Some(e * 1000.0 - t_ms as f64);
+        }
+    }
+    drop(o);
+    samples
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(samples_from_snapshot(t_ms, &v));
+}
+
+pub(super) fn nstat_all(topo: &Topology) -> Vec<BTreeMap<String, u64>> {
+    topo.hosts
+        .iter()
+        .map(|h| {
+            // -a absolute, -s leave nstat's history file alone, -z zeros too.
+            h.exec(&["nstat", "-asz"])
+                .output()
+                .map(|o| parse_nstat(&String::from_utf8_lossy(&o.stdout)))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The hosts' TCP counters since `before`, summed; per host in `hosts.json`.
+fn host_totals(
+    topo: &Topology,
+    before: &[BTreeMap<String, u64>],
+    dir: &Path,
+) -> Result<HostTotals> {
+    let after = nstat_all(topo);
+    let mut hosts_json = serde_json::Map::new();
+    let mut hosts = HostTotals::default();
+    for (i, h) in topo.hosts.iter().enumerate() {
+        let d = host_delta(&before[i], &after[i]);
+        hosts.retrans_segs += d.retrans_segs;
+        hosts.timeouts += d.timeouts;
+        hosts.delivered_ce += d.delivered_ce;
+        hosts_json.insert(h.name.clone(), serde_json::to_value(&d)?);
+    }
+    hosts_json.insert("total".into(), serde_json::to_value(&hosts)?);
+    write_json(&dir.join("hosts.json"), &hosts_json)?;
+    Ok(hosts)
+}
+
+/// Stops the switch; its exit JSON.
+fn stop_switch(mut switch: Proc, dir: &Path) -> Result<Value> {
+    let status = switch.stop(Duration::from_secs(10));
+    if !status.is_some_and(|s| s.success()) {
+        bail!(
+            "the switch did not exit cleanly ({status:?}); see {}",
+            dir.join("switch.log").display()
+        );
+    }
+    serde_json::from_str(&fs::read_to_string(dir.join("switch.json"))?)
+        .context("the switch's exit JSON (switch.json)")
+}
+
+/// The samples the figures use: the switch's own 1 ms series when it is
+/// there and lines up, the 100 ms polled one otherwise; and which it was.
+fn figure_series(
+    dir: &Path,
+    topo: &Topology,
+    offset: Option<f64>,
+    polled: Vec<QueueSample>,
+    combo: &Combo,
+) -> (String, Vec<QueueSample>) {
+    let polled = ("timeseries.csv".to_string(), polled);
+    let (Some(off), Ok(text)) = (
+        offset,
+        fs::read_to_string(dir.join("switch_timeseries.csv")),
+    ) else {
+        return polled;
+    };
+    match from_switch_csv(&text, &topo.switch_ifs(), off) {
+        Ok(fine) if !fine.is_empty() => ("switch_timeseries.csv".to_string(), fine),
+        Ok(_) => polled,
+        Err(e) => {
+            eprintln!(
+                "softswitch-exp: {}: switch_timeseries.csv unreadable ({e}); plotting the 100 ms samples",
+                combo.dir
+            );
+            polled
+        }
+    }
+}
+
+/// The busiest port's backlog over the run: mean and 99th percentile, KB.
+fn queue_stats(series: &[QueueSample]) -> (f64, f64) {
+    let Some(port) = busiest_port(series) else {
+        return (0.0, 0.0);
+    };
+    let mut kb: Vec<f64> = port_backlog_kb(series, &port)
+        .into_iter()
+        .map(|p| p.1)
+        .collect();
+    kb.sort_by(|a, b| a.total_cmp(b));
+    let mean = kb.iter().sum::<f64>() / kb.len().max(1) as f64;
+    let p99 = kb
+        .get(((kb.len() as f64 * 0.99).ceil() as usize).saturating_sub(1))
+        .copied()
+        .unwrap_or(0.0);
+    (mean, p99)
+}

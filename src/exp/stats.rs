@@ -1,0 +1,493 @@
+//! Statistics across the repeats of an experiment: the spread of a number
+//! over repeats, its 95 % confidence interval, and whether two schemes differ
+//! beyond run-to-run noise.
+//!
+//! Every repeat of a combination is one sample (its own seed, its own run).
+//! What is computed, and where the numbers come from:
+//!
+//! * **Interval of the mean** — Student's t, `mean ± t(0.975, n−1)·s/√n`
+//!   (the t quantile from `statrs`), or a seeded percentile bootstrap of the
+//!   mean ([`bootstrap_mean_interval`]; the percentiles interpolate linearly
+//!   between order statistics, numpy's default). With n < 10 the percentile
+//!   bootstrap covers less than 95 % (it cannot reach outside the observed
+//!   range), so t is the default.
+//! * **Welch's t-test** (unequal variances, Welch–Satterthwaite degrees of
+//!   freedom), two-sided; the p-value is the regularised incomplete beta
+//!   `I(df/(df+t²); df/2, 1/2)` (`statrs`).
+//! * **Mann–Whitney U**, two-sided: exact (the distribution of U counted over
+//!   every arrangement) when no value is tied, else the normal approximation
+//!   with tie correction and continuity correction — as
+//!   `scipy.stats.mannwhitneyu` (counted exactly up to 120 values in all).
+//!   With 3 repeats per side its smallest
+//!   possible p is 0.1, with 4 0.029, with 5 0.0079: too few repeats cannot
+//!   show a difference with it at all.
+//! * **Ratio of two means with Fieller's interval** (independent samples,
+//!   Welch's degrees of freedom): the set of r with
+//!   `(ā − r·b̄)² ≤ t²·(s_a²/n_a + r²·s_b²/n_b)`. It contains 1 exactly when
+//!   Welch's test does not reject at 5 %; it is unbounded when the baseline's
+//!   mean is not clearly above zero.
+//! * **Holm's step-down correction** of a family of p-values.
+//!
+//! The distributions (t, normal via erfc, the incomplete beta) come from
+//! `statrs`, a well-kept crate; the tests, intervals and corrections are
+//! written here — a few dozen lines each — because the Rust crates that offer
+//! some of them (rustats 0.1, hypors 0.3, inferust 0.1) are young 0.x
+//! crates of one author each: rather than depend on their small-sample
+//! behaviour, these are written here and pinned. The unit tests compare
+//! every one of them with
+//! reference values computed by scipy / numpy / statsmodels
+//! (`scripts/stats-reference.py`, `testdata/stats_reference.json`).
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::rng::SimRng;
+
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+
+/// Arithmetic mean (NaN for an empty slice).
+pub fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// Sample standard deviation (n − 1); 0 for fewer than two values.
+pub fn sd(x: &[f64]) -> f64 {
+    if x.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(x);
+    (x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
+}
+
+/// The `q` quantile (0 ≤ q ≤ 1) of an ascending slice, interpolating
+/// linearly between order statistics (numpy's default, R's type 7).
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let h = q * (n - 1) as f64;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    let t = h - lo as f64;
+    let (a, b) = (sorted[lo], sorted[hi]);
+    // numpy's lerp: from the nearer end, so t = 1 gives b exactly.
+    if t >= 0.5 {
+        b - (b - a) * (1.0 - t)
+    } else {
+        a + (b - a) * t
+    }
+}
+
+/// Median.
+pub fn median(x: &[f64]) -> f64 {
+    let mut v = x.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    quantile_sorted(&v, 0.5)
+}
+
+/// The two-sided critical value t(1 − (1 − LEVEL)/2, df).
+pub fn t_critical(df: f64) -> f64 {
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(1.0 - (1.0 - LEVEL) / 2.0),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Two-sided p-value of a t statistic with `df` degrees of freedom.
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if t.is_infinite() {
+        return 0.0;
+    }
+    statrs::function::beta::beta_reg(df / 2.0, 0.5, df / (df + t * t)).clamp(0.0, 1.0)
+}
+
+/// Student's t interval of the mean; `None` with fewer than two values.
+pub fn t_interval(x: &[f64]) -> Option<(f64, f64)> {
+    if x.len() < 2 {
+        return None;
+    }
+    let m = mean(x);
+    let half = t_critical((x.len() - 1) as f64) * sd(x) / (x.len() as f64).sqrt();
+    Some((m - half, m + half))
+}
+
+/// Percentile bootstrap interval of the mean: `resamples` resamples drawn
+/// with replacement by a generator seeded with `seed` (index = ⌊u·n⌋);
+/// `None` with fewer than two values.
+pub fn bootstrap_mean_interval(x: &[f64], resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    if x.len() < 2 || resamples == 0 {
+        return None;
+    }
+    let mut rng = SimRng::new(seed);
+    let n = x.len();
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let mut total = 0.0;
+            for _ in 0..n {
+                total += x[(rng.uniform() * n as f64) as usize];
+            }
+            total / n as f64
+        })
+        .collect();
+    means.sort_by(|a, b| a.total_cmp(b));
+    let tail = (1.0 - LEVEL) / 2.0;
+    Some((
+        quantile_sorted(&means, tail),
+        quantile_sorted(&means, 1.0 - tail),
+    ))
+}
+
+/// A two-sample test's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    /// t (Welch) or U of the first sample (Mann–Whitney).
+    pub statistic: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// Degrees of freedom (Welch).
+    pub df: Option<f64>,
+    /// Mann–Whitney: the exact distribution was used (no ties).
+    pub exact: Option<bool>,
+}
+
+/// Welch–Satterthwaite degrees of freedom of two squared standard errors.
+fn welch_df(va: f64, na: usize, vb: f64, nb: usize) -> f64 {
+    let num = (va + vb) * (va + vb);
+    let den = va * va / (na - 1) as f64 + vb * vb / (nb - 1) as f64;
+    if den > 0.0 {
+        num / den
+    } else {
+        (na + nb - 2) as f64
+    }
+}
+
+/// Welch's two-sided t-test of equal means; `None` unless both samples
+/// have at least two values. Two samples without spread: p = 1 when their
+/// means are equal, 0 when not.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<TestOutcome> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (va, vb) = (
+        sd(a).powi(2) / a.len() as f64,
+        sd(b).powi(2) / b.len() as f64,
+    );
+    let diff = mean(a) - mean(b);
+    let df = welch_df(va, a.len(), vb, b.len());
+    let se = (va + vb).sqrt();
+    let t = if se > 0.0 {
+        diff / se
+    } else if diff == 0.0 {
+        0.0
+    } else {
+        diff.signum() * f64::INFINITY
+    };
+    Some(TestOutcome {
+        statistic: t,
+        p: t_two_sided_p(t, df),
+        df: Some(df),
+        exact: None,
+    })
+}
+
+/// Mid-ranks (1-based) of `v` and Σ(t³ − t) over groups of ties.
+fn ranks(v: &[f64]) -> (Vec<f64>, f64) {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+    let mut r = vec![0.0; v.len()];
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+            j += 1;
+        }
+        let mid = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            r[k] = mid;
+        }
+        let t = (j - i + 1) as f64;
+        ties += t * t * t - t;
+        i = j + 1;
+    }
+    (r, ties)
+}
+
+/// Largest n1 + n2 the exact distribution is counted for (C(120, 60)
+/// arrangements still fit a u128).
+const EXACT_MAX_N: usize = 120;
+
+/// How many of the C(n1+n2, n1) arrangements without ties give each
+/// U = 0..=n1·n2, by the recurrence over the largest value's sample: from
+/// sample 1 it beats all n2 of sample 2 (U grows by n2), from sample 2 none.
+fn u_counts(n1: usize, n2: usize) -> Vec<u128> {
+    let max = n1 * n2;
+    // prev[j][u]: counts for i − 1 and j.
+    let mut prev: Vec<Vec<u128>> = (0..=n2)
+        .map(|_| {
+            let mut v = vec![0u128; max + 1];
+            v[0] = 1;
+            v
+        })
+        .collect();
+    for i in 1..=n1 {
+        let mut cur: Vec<Vec<u128>> = vec![vec![0u128; max + 1]; n2 + 1];
+        cur[0][0] = 1;
+        for j in 1..=n2 {
+            for u in 0..=i * j {
+                let from1 = if u >= j { prev[j][u - j] } else { 0 };
+                cur[j][u] = from1 + cur[j - 1][u];
+            }
+        }
+        prev = cur;
+    }
+    prev.swap_remove(n2)
+}
+
+/// Mann–Whitney U test, two-sided (see the module docs); `None` when a
+/// sample is empty. The statistic is U of `a`.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<TestOutcome> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let all: Vec<f64> = a.iter().chain(b).copied().collect();
+    let (r, ties) = ranks(&all);
+    let r1: f64 = r[..n1].iter().sum();
+    let u1 = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
+    let (nf1, nf2) = (n1 as f64, n2 as f64);
+    let u = u1.max(nf1 * nf2 - u1);
+    if ties == 0.0 && n1 + n2 <= EXACT_MAX_N {
+        let counts = u_counts(n1, n2);
+        let total: u128 = counts.iter().sum();
+        // Two-sided: twice P(U ≥ max(U1, U2)).
+        let upper: u128 = counts[u as usize..].iter().sum();
+        return Some(TestOutcome {
+            statistic: u1,
+            p: (2.0 * upper as f64 / total as f64).min(1.0),
+            df: None,
+            exact: Some(true),
+        });
+    }
+    let n = nf1 + nf2;
+    let mu = nf1 * nf2 / 2.0;
+    let var = nf1 * nf2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
+    let p = if var > 0.0 {
+        let z = (u - mu - 0.5) / var.sqrt();
+        statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
+    } else {
+        1.0
+    };
+    Some(TestOutcome {
+        statistic: u1,
+        p: p.clamp(0.0, 1.0),
+        df: None,
+        exact: Some(false),
+    })
+}
+
+/// The ratio of two means and its Fieller interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ratio {
+    /// ā / b̄ (`None` when b̄ = 0).
+    pub estimate: Option<f64>,
+    /// The interval (`None`: unbounded, or fewer than two values a side).
+    pub interval: Option<(f64, f64)>,
+}
+
+/// `mean(a) / mean(b)` with Fieller's interval (Welch's degrees of freedom).
+pub fn fieller_ratio(a: &[f64], b: &[f64]) -> Ratio {
+    let (ma, mb) = (mean(a), mean(b));
+    let estimate = (mb != 0.0 && a.len() * b.len() > 0).then(|| ma / mb);
+    if a.len() < 2 || b.len() < 2 {
+        return Ratio {
+            estimate,
+            interval: None,
+        };
+    }
+    let (va, vb) = (
+        sd(a).powi(2) / a.len() as f64,
+        sd(b).powi(2) / b.len() as f64,
+    );
+    if va == 0.0 && vb == 0.0 {
+        return Ratio {
+            estimate,
+            interval: estimate.map(|r| (r, r)),
+        };
+    }
+    let t2 = t_critical(welch_df(va, a.len(), vb, b.len())).powi(2);
+    // (b̄² − t²v_b) r² − 2 ā b̄ r + (ā² − t²v_a) ≤ 0
+    let qa = mb * mb - t2 * vb;
+    if qa <= 0.0 {
+        return Ratio {
+            estimate,
+            interval: None,
+        };
+    }
+    let half = (t2 * (ma * ma * vb + mb * mb * va - t2 * va * vb)).sqrt();
+    Ratio {
+        estimate,
+        interval: Some(((ma * mb - half) / qa, (ma * mb + half) / qa)),
+    }
+}
+
+/// Holm's step-down adjusted p-values, in the input's order.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (k, &i) in order.iter().enumerate() {
+        running = running.max(((m - k) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn reference() -> Value {
+        serde_json::from_str(include_str!("testdata/stats_reference.json")).unwrap()
+    }
+
+    fn floats(v: &Value) -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    }
+
+    fn close(got: f64, want: f64, what: &str) {
+        let tol = 1e-9 * want.abs().max(1e-3);
+        assert!(
+            (got - want).abs() <= tol,
+            "{what}: got {got}, reference {want}"
+        );
+    }
+
+    #[test]
+    fn t_intervals_match_scipy() {
+        for case in reference()["t_ci"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let (lo, hi) = t_interval(&floats(&case["x"])).unwrap();
+            let want = floats(&case["ci"]);
+            close(lo, want[0], name);
+            close(hi, want[1], name);
+        }
+        assert_eq!(t_interval(&[1.0]), None);
+    }
+
+    #[test]
+    fn welch_matches_scipy() {
+        for case in reference()["welch"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let w = welch(&floats(&case["a"]), &floats(&case["b"])).unwrap();
+            close(w.statistic, case["t"].as_f64().unwrap(), name);
+            close(w.df.unwrap(), case["df"].as_f64().unwrap(), name);
+            close(w.p, case["p"].as_f64().unwrap(), name);
+        }
+    }
+
+    #[test]
+    fn welch_without_spread() {
+        assert_eq!(welch(&[3.0, 3.0], &[3.0, 3.0]).unwrap().p, 1.0);
+        assert_eq!(welch(&[0.0, 0.0, 0.0], &[2.0, 2.0]).unwrap().p, 0.0);
+        assert!(welch(&[1.0], &[1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_matches_scipy() {
+        for case in reference()["mann_whitney"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let m = mann_whitney(&floats(&case["a"]), &floats(&case["b"])).unwrap();
+            assert_eq!(m.exact, case["exact"].as_bool(), "{name}");
+            close(m.statistic, case["u"].as_f64().unwrap(), name);
+            close(m.p, case["p"].as_f64().unwrap(), name);
+        }
+    }
+
+    #[test]
+    fn mann_whitney_floor_with_few_repeats() {
+        // Complete separation is the most extreme outcome: 2 / C(n1+n2, n1).
+        let p = |n: usize| {
+            let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+            let b: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
+            mann_whitney(&a, &b).unwrap().p
+        };
+        close(p(3), 0.1, "3 vs 3");
+        close(p(4), 2.0 / 70.0, "4 vs 4");
+        close(p(5), 2.0 / 252.0, "5 vs 5");
+    }
+
+    #[test]
+    fn fieller_matches_root_finding() {
+        for case in reference()["fieller"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let (a, b) = (floats(&case["a"]), floats(&case["b"]));
+            let r = fieller_ratio(&a, &b);
+            let (lo, hi) = r.interval.unwrap();
+            let want = floats(&case["ci"]);
+            close(lo, want[0], name);
+            close(hi, want[1], name);
+            // The interval excludes 1 exactly when Welch rejects at 5 %.
+            let rejects = welch(&a, &b).unwrap().p < 1.0 - LEVEL;
+            assert_eq!(rejects, !(lo..=hi).contains(&1.0), "{name}");
+        }
+    }
+
+    #[test]
+    fn fieller_edge_cases() {
+        // Baseline indistinguishable from zero: unbounded.
+        let r = fieller_ratio(&[1.0, 2.0, 3.0], &[0.0, 0.1, 5.0]);
+        assert_eq!(r.interval, None);
+        assert!(r.estimate.is_some());
+        // No spread on either side: the ratio itself.
+        let r = fieller_ratio(&[2.0, 2.0], &[4.0, 4.0]);
+        assert_eq!(r.interval, Some((0.5, 0.5)));
+        assert_eq!(fieller_ratio(&[1.0, 2.0], &[0.0, 0.0]).estimate, None);
+    }
+
+    #[test]
+    fn bootstrap_matches_the_reference_resampling() {
+        for case in reference()["bootstrap_mean_ci"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let (lo, hi) = bootstrap_mean_interval(
+                &floats(&case["x"]),
+                case["resamples"].as_u64().unwrap() as usize,
+                case["seed"].as_u64().unwrap(),
+            )
+            .unwrap();
+            let want = floats(&case["ci"]);
+            close(lo, want[0], name);
+            close(hi, want[1], name);
+        }
+    }
+
+    #[test]
+    fn holm_matches_statsmodels() {
+        for case in reference()["holm"].as_array().unwrap() {
+            let got = holm(&floats(&case["p"]));
+            for (g, w) in got.iter().zip(floats(&case["adjusted"])) {
+                close(*g, w, "holm");
+            }
+        }
+    }
+
+    #[test]
+    fn quantiles_interpolate_like_numpy() {
+        let v = [1.0, 2.0, 4.0, 8.0];
+        assert_eq!(quantile_sorted(&v, 0.5), 3.0);
+        assert_eq!(quantile_sorted(&v, 0.0), 1.0);
+        assert_eq!(quantile_sorted(&v, 1.0), 8.0);
+        // h = 0.25·3 = 0.75: between 1 and 2, from the nearer end 2 − 0.25·(2 − 1).
+        assert_eq!(quantile_sorted(&v, 0.25), 1.75);
+        assert_eq!(median(&[5.0, 1.0, 3.0]), 3.0);
+    }
+}

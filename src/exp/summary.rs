@@ -1,0 +1,1083 @@
+//! From the repeats of every combination to the numbers a paper can print
+//! (`summary.json`): each headline number with its spread across repeats,
+//! and each scheme against the baseline with a verdict.
+//!
+//! * **Each repeat is one sample.** Per repeat the headline numbers are
+//!   computed from that run alone ([`repeat_values`]: FCT mean / p50 / p99
+//!   per size class, QCT, goodput and shares, sojourn percentiles, queue,
+//!   RTOs, drops, marks, ping). Per (AQM, sweep value) every number gets
+//!   its median, min–max and a 95 % interval of the mean across repeats
+//!   (`[stats] interval`, see [`super::stats`]).
+//! * **Pooled distributions** are kept beside them where the papers pool
+//!   (a p99 over all flows of all repeats): `points[].pooled`. They are not
+//!   what the verdicts use.
+//! * **Unfaithful repeats** (the fidelity guard's verdict) are left out of
+//!   every statistic and counted; a point with fewer faithful repeats than
+//!   asked says so (`short`).
+//! * **Comparisons**: every scheme against the baseline at the same sweep
+//!   value, per number: the ratio of the means with Fieller's interval, the
+//!   test's p-value (`[stats] test`), Holm-corrected over the schemes
+//!   compared at that point for that number, and a verdict — lower, higher,
+//!   or no difference beyond run-to-run noise. That last verdict is not
+//!   evidence of equality: the ratio's interval says how large a difference
+//!   the repeats could not rule out. Numbers and sweep points are separate
+//!   families: across a whole table some verdicts at 5 % are expected to
+//!   be chance.
+//!
+//! Values keep the units they were recorded in (µs of the run's clock,
+//! Mbit/s, KB, packets); [`Unit::display`] is the one place that turns them
+//! into what a person reads.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::results::ComboResult;
+use super::scenario::{IntervalMethod, Scenario, StatsSpec, SweepValue, TestMethod, TrafficSpec};
+use super::stats;
+use crate::traffic::record::FlowRecord;
+use crate::traffic::summary::{fct_stats, FctStats, FctSummary};
+
+/// Significance level of the verdicts (matches the 95 % intervals).
+pub const ALPHA: f64 = 1.0 - stats::LEVEL;
+
+/// What a metric's values are measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Microseconds of the run's clock.
+    Us,
+    /// Mbit/s.
+    Mbps,
+    /// Kilobytes (1000 B).
+    Kb,
+    /// Packets or events per run.
+    Count,
+    /// A fraction of a whole.
+    Share,
+}
+
+impl Unit {
+    /// How to show values around `typical`: (divide by, unit label, decimals).
+    pub fn display(self, typical: f64) -> (f64, &'static str, usize) {
+        match self {
+            Unit::Us if typical.abs() >= 1000.0 => (1000.0, "ms", 2),
+            Unit::Us => (1.0, "us", 0),
+            Unit::Mbps => (1.0, "Mbit/s", if typical.abs() >= 100.0 { 0 } else { 1 }),
+            Unit::Kb => (1.0, "KB", 1),
+            Unit::Count => (1.0, "", if typical.abs() >= 100.0 { 0 } else { 1 }),
+            Unit::Share => (1.0, "", 3),
+        }
+    }
+}
+
+/// A person's name for a metric key, and its unit.
+pub fn metric_info(key: &str) -> (String, Unit) {
+    fn stat(s: &str) -> &str {
+        match s {
+            "mean_us" => "mean",
+            "p50_us" => "median",
+            "p99_us" => "99th pct",
+            "max_us" => "max",
+            other => other,
+        }
+    }
+    let parts: Vec<&str> = key.split('.').collect();
+    match parts.as_slice() {
+        ["fct", class, s] => {
+            let c = match *class {
+                "small" => "small-flow (<100KB)",
+                "medium" => "medium-flow",
+                "large" => "large-flow (>10MB)",
+                _ => "all-flow",
+            };
+            (format!("{c} FCT, {}", stat(s)), Unit::Us)
+        }
+        ["qct", s] => (format!("QCT, {}", stat(s)), Unit::Us),
+        ["sojourn", s] => (format!("sojourn (busiest port), {}", stat(s)), Unit::Us),
+        ["ping", s] => (format!("ping RTT, {}", stat(s)), Unit::Us),
+        ["queue", "mean_kb"] => ("queue (busiest port), mean".into(), Unit::Kb),
+        ["queue", "p99_kb"] => ("queue (busiest port), 99th pct".into(), Unit::Kb),
+        ["goodput_mbps"] => ("goodput".into(), Unit::Mbps),
+        [d, "goodput_mbps"] if d.starts_with("dscp") => {
+            (format!("goodput of DSCP {}", &d[4..]), Unit::Mbps)
+        }
+        [d, "share"] => (format!("share of goodput, DSCP {}", &d[4..]), Unit::Share),
+        [f, "goodput_mbps"] => (format!("goodput of flow entry {}", &f[4..]), Unit::Mbps),
+        [f, "fct_us"] => (format!("FCT of flow entry {}", &f[4..]), Unit::Us),
+        ["drops"] => ("drops per run".into(), Unit::Count),
+        ["marks"] => ("CE marks per run".into(), Unit::Count),
+        ["rtos"] => ("RTOs per run".into(), Unit::Count),
+        ["retrans"] => ("retransmitted segments per run".into(), Unit::Count),
+        _ => (key.to_owned(), Unit::Count),
+    }
+}
+
+fn to_records(r: &ComboResult) -> Vec<FlowRecord> {
+    r.flows
+        .iter()
+        .map(|f| FlowRecord::completed(0, 0, f.size, f.fct_us, f.dscp, 0, f.start_us))
+        .collect()
+}
+
+/// The `[[traffic.flows]]` entry a static flow belongs to, from its label
+/// (`f<k> …` or `f<k>.<j> …`).
+fn flow_entry(label: &str) -> Option<usize> {
+    let digits: String = label
+        .strip_prefix('f')?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+fn put_stats(v: &mut BTreeMap<String, f64>, prefix: &str, s: &Option<FctStats>) {
+    if let Some(s) = s {
+        v.insert(format!("{prefix}.mean_us"), s.mean_us);
+        v.insert(format!("{prefix}.p50_us"), s.p50_us as f64);
+        v.insert(format!("{prefix}.p99_us"), s.p99_us as f64);
+    }
+}
+
+fn put_statics(v: &mut BTreeMap<String, f64>, r: &ComboResult) {
+    let total: f64 = r.statics.iter().map(|s| s.goodput_mbps).sum();
+    v.insert("goodput_mbps".into(), total);
+    let mut per_dscp: BTreeMap<u8, f64> = BTreeMap::new();
+    let mut per_entry: BTreeMap<usize, f64> = BTreeMap::new();
+    let mut fcts: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for s in &r.statics {
+        *per_dscp.entry(s.dscp).or_default() += s.goodput_mbps;
+        if let Some(k) = flow_entry(&s.label) {
+            *per_entry.entry(k).or_default() += s.goodput_mbps;
+            if let Some(f) = s.fct_us {
+                fcts.entry(k).or_default().push(f as f64);
+            }
+        }
+    }
+    if per_dscp.len() > 1 {
+        for (d, g) in &per_dscp {
+            v.insert(format!("dscp{d}.goodput_mbps"), *g);
+            if total > 0.0 {
+                v.insert(format!("dscp{d}.share"), g / total);
+            }
+        }
+    }
+    if per_entry.len() > 1 {
+        for (k, g) in per_entry {
+            v.insert(format!("flow{k}.goodput_mbps"), g);
+        }
+    }
+    for (k, f) in fcts {
+        v.insert(format!("flow{k}.fct_us"), stats::mean(&f));
+    }
+}
+
+/// Every headline number of one repeat, by key (see [`metric_info`]).
+pub fn repeat_values(r: &ComboResult) -> BTreeMap<String, f64> {
+    let mut v = BTreeMap::new();
+    if !r.flows.is_empty() {
+        let fct = FctSummary::from_records(&to_records(r), r.wall_us);
+        for (class, s) in [
+            ("small", &fct.small),
+            ("medium", &fct.medium),
+            ("large", &fct.large),
+            ("all", &fct.all),
+        ] {
+            put_stats(&mut v, &format!("fct.{class}"), s);
+        }
+        v.insert("goodput_mbps".into(), fct.goodput_mbps);
+    }
+    let qcts: Vec<u64> = r.queries.iter().map(|q| q.qct_us).collect();
+    put_stats(&mut v, "qct", &fct_stats(&qcts));
+    if !r.statics.is_empty() {
+        put_statics(&mut v, r);
+    }
+    if let Some(s) = &r.sojourn {
+        v.insert("sojourn.p50_us".into(), s.p50_us);
+        v.insert("sojourn.p99_us".into(), s.p99_us);
+    }
+    v.insert("queue.mean_kb".into(), r.queue_mean_kb);
+    v.insert("queue.p99_kb".into(), r.queue_p99_kb);
+    v.insert("drops".into(), r.switch.dropped_pkts as f64);
+    v.insert("marks".into(), r.switch.marked_pkts as f64);
+    v.insert("rtos".into(), r.hosts.timeouts as f64);
+    v.insert("retrans".into(), r.hosts.retrans_segs as f64);
+    if let Some(p) = r.ping.as_ref().filter(|p| p.count > 0) {
+        v.insert("ping.mean_us".into(), p.mean_us);
+        v.insert("ping.p50_us".into(), p.p50_us);
+        v.insert("ping.p99_us".into(), p.p99_us);
+    }
+    v
+}
+
+/// One number across the faithful repeats of a point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Spread {
+    /// Repeats with this number.
+    pub n: usize,
+    /// Its value in each, in repeat order.
+    pub values: Vec<f64>,
+    /// Median.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub sd: f64,
+    /// 95 % interval of the mean (`null` with one repeat).
+    pub ci95: Option<[f64; 2]>,
+}
+
+impl Spread {
+    fn of(values: Vec<f64>, spec: &StatsSpec, seed: u64) -> Self {
+        let ci = match spec.interval {
+            IntervalMethod::T => stats::t_interval(&values),
+            IntervalMethod::Bootstrap => {
+                stats::bootstrap_mean_interval(&values, spec.resamples, seed)
+            }
+        };
+        Spread {
+            n: values.len(),
+            median: stats::median(&values),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean: stats::mean(&values),
+            sd: stats::sd(&values),
+            ci95: ci.map(|(lo, hi)| [lo, hi]),
+            values,
+        }
+    }
+}
+
+/// What a comparison found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Lower than the baseline beyond run-to-run noise.
+    Lower,
+    /// Higher than the baseline beyond run-to-run noise.
+    Higher,
+    /// No difference beyond run-to-run noise (not: equal).
+    NoDifference,
+    /// Too few repeats to test.
+    Untested,
+}
+
+impl Verdict {
+    /// For people.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Lower => "lower",
+            Verdict::Higher => "higher",
+            Verdict::NoDifference => "no difference beyond run-to-run noise",
+            Verdict::Untested => "untested (too few repeats)",
+        }
+    }
+}
+
+/// One number of one scheme against the baseline at the same sweep value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Repeats: this scheme, the baseline.
+    pub n: [usize; 2],
+    /// Mean ÷ the baseline's mean.
+    pub ratio: Option<f64>,
+    /// Fieller's 95 % interval of the ratio (`null`: unbounded or untested).
+    pub ratio_ci95: Option<[f64; 2]>,
+    /// The test's statistic (t, or U of this scheme).
+    pub statistic: Option<f64>,
+    /// Two-sided p-value.
+    pub p: Option<f64>,
+    /// Holm-adjusted over the schemes compared at this point for this number.
+    pub p_holm: Option<f64>,
+    /// The verdict at 5 % on `p_holm`.
+    pub verdict: Verdict,
+}
+
+/// Pooled over the faithful repeats, as the papers pool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Pooled {
+    /// Repeats pooled.
+    pub repeats: usize,
+    /// FCTs by size class over all their flows.
+    pub fct: Option<FctSummary>,
+    /// QCTs over all their queries.
+    pub qct: Option<FctStats>,
+    /// Ping RTTs over all their probes, µs.
+    pub ping: Option<FctStats>,
+}
+
+/// One (AQM, sweep value).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// The AQM.
+    pub aqm: String,
+    /// The sweep value.
+    pub sweep: SweepValue,
+    /// Its numeric x.
+    pub x: f64,
+    /// Repeats the run(s) asked for.
+    pub repeats_asked: usize,
+    /// Repeats the fidelity guard passed: the samples.
+    pub repeats_faithful: usize,
+    /// Fewer faithful repeats than asked.
+    pub short: bool,
+    /// `dir: reason` of every repeat left out.
+    pub left_out: Vec<String>,
+    /// Flows (or per-sender flows) asked for, over the faithful repeats.
+    pub expected: usize,
+    /// Recorded.
+    pub recorded: usize,
+    /// Every number across the faithful repeats.
+    pub metrics: BTreeMap<String, Spread>,
+    /// Against the baseline (absent for the baseline itself).
+    pub vs_baseline: BTreeMap<String, Comparison>,
+    /// Pooled distributions.
+    pub pooled: Pooled,
+}
+
+/// How the numbers were made, in words (`summary.json`'s `methods`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Methods {
+    /// What a sample is.
+    pub sample: String,
+    /// The interval of each number.
+    pub interval: String,
+    /// The ratio's interval.
+    pub ratio: String,
+    /// The test.
+    pub test: String,
+    /// The correction.
+    pub correction: String,
+    /// What a verdict means.
+    pub verdict: String,
+    /// What `pooled` is.
+    pub pooled: String,
+}
+
+impl Methods {
+    /// The words for `spec`.
+    pub fn of(spec: &StatsSpec) -> Self {
+        Methods {
+            sample: "each repeat is one sample (its own seed and run); only repeats the fidelity guard passed count".into(),
+            interval: match spec.interval {
+                IntervalMethod::T => "95 % interval of the mean across repeats, Student's t with n-1 degrees of freedom".into(),
+                IntervalMethod::Bootstrap => format!("95 % percentile bootstrap interval of the mean across repeats, {} seeded resamples (covers less than 95 % with under 10 repeats)", spec.resamples),
+            },
+            ratio: "mean / baseline mean, Fieller's 95 % interval with Welch's degrees of freedom (null: unbounded)".into(),
+            test: match spec.test {
+                TestMethod::Welch => "Welch's two-sample t-test, two-sided".into(),
+                TestMethod::MannWhitney => "Mann-Whitney U, two-sided; exact without ties, normal approximation with tie and continuity correction otherwise".into(),
+            },
+            correction: "Holm over the schemes compared with the baseline at one sweep value for one number; numbers and sweep values are separate families; the ratio's interval is not adjusted, so it can exclude 1 where the adjusted verdict finds no difference".into(),
+            verdict: format!("lower / higher: adjusted p < {ALPHA}; no_difference: no difference beyond run-to-run noise, which with few repeats is not evidence that the two are equal (the ratio's interval says how large a difference could hide); untested: fewer than 2 faithful repeats on a side"),
+            pooled: "all flows / queries / probes of the faithful repeats in one distribution, as the papers pool (a p99 over all flows); not used by the verdicts".into(),
+        }
+    }
+}
+
+/// One repeat, as `summary.json` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RepeatRow {
+    /// Its directory.
+    pub dir: String,
+    /// The AQM.
+    pub aqm: String,
+    /// The sweep value.
+    pub sweep: SweepValue,
+    /// Repeat number.
+    pub repeat: u32,
+    /// Seed of its flow schedules.
+    pub seed: u64,
+    /// The fidelity guard's verdict.
+    pub fidelity: super::results::Fidelity,
+    /// Flows asked for.
+    pub expected: usize,
+    /// Flows recorded.
+    pub recorded: usize,
+    /// Its headline numbers.
+    pub values: BTreeMap<String, f64>,
+}
+
+/// Everything `summary.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// The scenario's name.
+    pub scenario_name: String,
+    /// The AQM compared against.
+    pub baseline: String,
+    /// How the scenario was scaled (`null`: at its own rate).
+    pub scaling: serde_json::Value,
+    /// FCT size classes, bytes.
+    pub size_classes: serde_json::Value,
+    /// How the statistics were made.
+    pub methods: Methods,
+    /// Every repeat was judged faithful.
+    pub faithful: bool,
+    /// Per (sweep value, AQM), x ascending, AQMs in scenario order.
+    pub points: Vec<Point>,
+    /// Every repeat with its numbers.
+    pub repeats: Vec<RepeatRow>,
+}
+
+/// FNV-1a of a string: a stable per-number bootstrap seed.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn pooled(runs: &[&ComboResult]) -> Pooled {
+    let flows: Vec<FlowRecord> = runs.iter().flat_map(|r| to_records(r)).collect();
+    let wall: u64 = runs.iter().map(|r| r.wall_us).sum();
+    let qcts: Vec<u64> = runs
+        .iter()
+        .flat_map(|r| r.queries.iter().map(|q| q.qct_us))
+        .collect();
+    let rtts: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.ping.as_ref())
+        .flat_map(|p| p.rtts_us.iter().map(|&x| x.round() as u64))
+        .collect();
+    Pooled {
+        repeats: runs.len(),
+        fct: (!flows.is_empty()).then(|| FctSummary::from_records(&flows, wall)),
+        qct: fct_stats(&qcts),
+        ping: fct_stats(&rtts),
+    }
+}
+
+/// The point of one (AQM, sweep value) from all its repeats.
+fn point(
+    sc: &Scenario,
+    aqm: &str,
+    sweep: SweepValue,
+    runs: &[&ComboResult],
+    asked: usize,
+) -> Point {
+    let faithful: Vec<&ComboResult> = runs
+        .iter()
+        .copied()
+        .filter(|r| r.fidelity.faithful)
+        .collect();
+    let left_out = runs
+        .iter()
+        .filter(|r| !r.fidelity.faithful)
+        .map(|r| format!("{}: {}", r.dir, r.fidelity.reasons.join("; ")))
+        .collect();
+    let mut by_key: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in &faithful {
+        for (k, v) in repeat_values(r) {
+            by_key.entry(k).or_default().push(v);
+        }
+    }
+    let metrics = by_key
+        .into_iter()
+        .map(|(k, values)| {
+            let seed = sc.seed ^ fnv1a(&format!("{aqm}|{}|{k}", sweep.tag()));
+            let s = Spread::of(values, &sc.stats, seed);
+            (k, s)
+        })
+        .collect();
+    Point {
+        aqm: aqm.to_owned(),
+        sweep,
+        x: sweep.x(),
+        repeats_asked: asked.max(runs.len()),
+        repeats_faithful: faithful.len(),
+        short: faithful.len() < asked.max(runs.len()),
+        left_out,
+        expected: faithful.iter().map(|r| r.expected).sum(),
+        recorded: faithful
+            .iter()
+            .map(|r| r.flows.len().max(r.statics.len()))
+            .sum(),
+        metrics,
+        vs_baseline: BTreeMap::new(),
+        pooled: pooled(&faithful),
+    }
+}
+
+/// `a` against the baseline `b` (Holm's adjustment comes later).
+fn compare(a: &Spread, b: &Spread, test: TestMethod) -> Comparison {
+    let ratio = stats::fieller_ratio(&a.values, &b.values);
+    let outcome = match test {
+        TestMethod::Welch => stats::welch(&a.values, &b.values),
+        TestMethod::MannWhitney if a.n >= 2 && b.n >= 2 => {
+            stats::mann_whitney(&a.values, &b.values)
+        }
+        TestMethod::MannWhitney => None,
+    };
+    Comparison {
+        n: [a.n, b.n],
+        ratio: ratio.estimate,
+        ratio_ci95: ratio.interval.map(|(lo, hi)| [lo, hi]),
+        statistic: outcome.map(|o| o.statistic),
+        p: outcome.map(|o| o.p),
+        p_holm: None,
+        verdict: Verdict::Untested,
+    }
+}
+
+/// Which way `a` lies from `b` when the test rejects.
+fn direction(a: &Spread, b: &Spread, c: &Comparison, test: TestMethod) -> Verdict {
+    let higher = match (test, c.statistic) {
+        (TestMethod::MannWhitney, Some(u)) => u > (a.n * b.n) as f64 / 2.0,
+        _ => a.mean > b.mean,
+    };
+    if higher {
+        Verdict::Higher
+    } else {
+        Verdict::Lower
+    }
+}
+
+/// Fills `vs_baseline` of every point at `x` from the baseline's point there.
+fn compare_at(points: &mut [Point], base: usize, test: TestMethod) {
+    let baseline = points[base].clone();
+    let keys: Vec<&String> = baseline.metrics.keys().collect();
+    for key in keys {
+        let b = &baseline.metrics[key];
+        let mut tested: Vec<(usize, f64)> = Vec::new();
+        for (i, p) in points.iter_mut().enumerate() {
+            if i == base {
+                continue;
+            }
+            let Some(a) = p.metrics.get(key) else {
+                continue;
+            };
+            let c = compare(a, b, test);
+            if let Some(pv) = c.p {
+                tested.push((i, pv));
+            }
+            p.vs_baseline.insert(key.clone(), c);
+        }
+        let adjusted = stats::holm(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
+        for ((i, _), adj) in tested.into_iter().zip(adjusted) {
+            let p = &mut points[i];
+            let a = &p.metrics[key];
+            let c = p.vs_baseline.get_mut(key).expect("inserted above");
+            c.p_holm = Some(adj);
+            c.verdict = if adj < ALPHA {
+                direction(a, b, c, test)
+            } else {
+                Verdict::NoDifference
+            };
+        }
+    }
+}
+
+/// The sweep values present, x ascending.
+fn sweeps_of(results: &[&ComboResult]) -> Vec<SweepValue> {
+    let mut v: Vec<SweepValue> = Vec::new();
+    for r in results {
+        if !v.contains(&r.sweep) {
+            v.push(r.sweep);
+        }
+    }
+    v.sort_by(|a, b| a.x().total_cmp(&b.x()));
+    v
+}
+
+/// The AQMs present: the scenario's order, then any others (merged runs).
+pub fn aqm_order(sc: &Scenario, results: &[&ComboResult]) -> Vec<String> {
+    let mut v = sc.switch.aqm.clone();
+    for r in results {
+        if !v.contains(&r.aqm) {
+            v.push(r.aqm.clone());
+        }
+    }
+    v
+}
+
+/// What a summary is made from besides the results.
+pub struct SummaryInput<'a> {
+    /// The scenario (its `[stats]`, seed, AQM order).
+    pub sc: &'a Scenario,
+    /// Its name.
+    pub name: &'a str,
+    /// The AQM to compare against.
+    pub baseline: &'a str,
+    /// How it was scaled (`null` when not).
+    pub scaling: serde_json::Value,
+    /// Repeats asked per (AQM, sweep tag); absent: as many as were found.
+    pub asked: BTreeMap<(String, String), usize>,
+}
+
+/// The whole summary of a run's (or several merged runs') repeats.
+pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
+    let sc = input.sc;
+    let mut points = Vec::new();
+    for sweep in sweeps_of(results) {
+        let first = points.len();
+        for aqm in aqm_order(sc, results) {
+            let mut runs: Vec<&ComboResult> = results
+                .iter()
+                .copied()
+                .filter(|r| r.aqm == aqm && r.sweep == sweep)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            runs.sort_by(|a, b| (a.repeat, &a.dir).cmp(&(b.repeat, &b.dir)));
+            let asked = input
+                .asked
+                .get(&(aqm.clone(), sweep.tag()))
+                .copied()
+                .unwrap_or(runs.len());
+            points.push(point(sc, &aqm, sweep, &runs, asked));
+        }
+        if let Some(base) = points[first..].iter().position(|p| p.aqm == input.baseline) {
+            compare_at(&mut points[first..], base, sc.stats.test);
+        }
+    }
+    let mut repeats: Vec<RepeatRow> = results
+        .iter()
+        .map(|r| RepeatRow {
+            dir: r.dir.clone(),
+            aqm: r.aqm.clone(),
+            sweep: r.sweep,
+            repeat: r.repeat,
+            seed: r.seed,
+            fidelity: r.fidelity.clone(),
+            expected: r.expected,
+            recorded: r.flows.len().max(r.statics.len()),
+            values: repeat_values(r),
+        })
+        .collect();
+    repeats.sort_by(|a, b| a.dir.cmp(&b.dir));
+    Summary {
+        scenario_name: input.name.to_owned(),
+        baseline: input.baseline.to_owned(),
+        scaling: input.scaling.clone(),
+        size_classes: serde_json::json!({
+            "small_lt_bytes": crate::traffic::summary::SMALL_MAX_BYTES,
+            "large_gt_bytes": crate::traffic::summary::LARGE_MIN_BYTES,
+        }),
+        methods: Methods::of(&sc.stats),
+        faithful: results.iter().all(|r| r.fidelity.faithful),
+        points,
+        repeats,
+    }
+}
+
+/// The numbers the console shows per point (everything is in summary.json
+/// and stats.csv).
+pub fn headline_keys(sc: &Scenario, p: &Point) -> Vec<String> {
+    let fixed: &[&str] = match &sc.traffic {
+        TrafficSpec::Workload(_) => &[
+            "fct.small.mean_us",
+            "fct.small.p99_us",
+            "fct.large.mean_us",
+            "fct.all.mean_us",
+            "drops",
+            "rtos",
+        ],
+        TrafficSpec::Incast(_) => &["qct.mean_us", "qct.p99_us", "goodput_mbps", "rtos", "drops"],
+        TrafficSpec::Static(_) => &[
+            "goodput_mbps",
+            "queue.mean_kb",
+            "sojourn.p50_us",
+            "sojourn.p99_us",
+            "marks",
+            "ping.mean_us",
+        ],
+    };
+    let mut keys: Vec<String> = fixed.iter().map(|k| k.to_string()).collect();
+    if matches!(sc.traffic, TrafficSpec::Static(_)) {
+        keys.extend(
+            p.metrics
+                .keys()
+                .filter(|k| k.ends_with(".share") || k.ends_with(".fct_us"))
+                .cloned(),
+        );
+    }
+    keys.retain(|k| p.metrics.contains_key(k));
+    keys
+}
+
+/// `v` in the unit chosen for `typical`.
+pub fn fmt_value(unit: Unit, typical: f64, v: f64) -> String {
+    let (div, _, dec) = unit.display(typical);
+    format!("{:.*}", dec, v / div)
+}
+
+/// `median [min–max] (ci lo–hi) n=…` of a spread, in the unit chosen for
+/// `typical`.
+pub fn fmt_spread(unit: Unit, typical: f64, s: &Spread) -> String {
+    let f = |v: f64| fmt_value(unit, typical, v);
+    let ci = match s.ci95 {
+        Some([lo, hi]) => format!(" ({}–{})", f(lo), f(hi)),
+        None => String::new(),
+    };
+    format!("{} [{}–{}]{ci} n={}", f(s.median), f(s.min), f(s.max), s.n)
+}
+
+/// `×ratio (lo–hi) verdict (p=…)` of a comparison.
+pub fn fmt_comparison(c: &Comparison) -> String {
+    let r = match c.ratio {
+        Some(r) => format!("×{r:.2}"),
+        None => "×—".into(),
+    };
+    let ci = match c.ratio_ci95 {
+        Some([lo, hi]) => format!(" ({lo:.2}–{hi:.2})"),
+        None if c.verdict != Verdict::Untested => " (unbounded)".into(),
+        None => String::new(),
+    };
+    let p = match (c.p, c.p_holm) {
+        (Some(p), Some(h)) if (p - h).abs() > 1e-12 => format!(" (p={p:.3}, Holm {h:.3})"),
+        (Some(p), _) => format!(" (p={p:.3})"),
+        _ => String::new(),
+    };
+    format!("{r}{ci} {}{p}", c.verdict.text())
+}
+
+/// The console's account of a summary: every headline number with its
+/// spread, every scheme against the baseline with its verdict.
+pub fn console_lines(sc: &Scenario, s: &Summary) -> Vec<String> {
+    let m = &s.methods;
+    let mut out = vec![
+        format!("numbers: median [min–max] ({}) n=repeats", m.interval),
+        format!(
+            "vs {}: {}; {}; {}",
+            s.baseline, m.ratio, m.test, m.correction
+        ),
+    ];
+    let mut sweeps: Vec<SweepValue> = Vec::new();
+    for p in &s.points {
+        if !sweeps.contains(&p.sweep) {
+            sweeps.push(p.sweep);
+        }
+    }
+    for sweep in sweeps {
+        let here: Vec<&Point> = s.points.iter().filter(|p| p.sweep == sweep).collect();
+        out.extend(point_block(sc, sweep, &here));
+    }
+    out
+}
+
+fn point_block(sc: &Scenario, sweep: SweepValue, points: &[&Point]) -> Vec<String> {
+    let mut out = vec![match sweep.tag() {
+        t if t.is_empty() => "— results".to_string(),
+        t => format!("— {t}"),
+    }];
+    for p in points.iter().filter(|p| p.short) {
+        out.push(format!(
+            "  {}: {} of {} repeats faithful — its numbers rest on fewer repeats than asked",
+            p.aqm, p.repeats_faithful, p.repeats_asked
+        ));
+    }
+    let mut keys: Vec<String> = Vec::new();
+    for p in points {
+        for k in headline_keys(sc, p) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    let width = points.iter().map(|p| p.aqm.len()).max().unwrap_or(4);
+    for key in keys {
+        let (label, unit) = metric_info(&key);
+        let typical = points
+            .iter()
+            .find_map(|p| p.metrics.get(&key))
+            .map_or(0.0, |s| s.median);
+        let (_, unit_label, _) = unit.display(typical);
+        out.push(if unit_label.is_empty() {
+            format!("  {label}")
+        } else {
+            format!("  {label} ({unit_label})")
+        });
+        for p in points {
+            let Some(s) = p.metrics.get(&key) else {
+                continue;
+            };
+            let cmp = p
+                .vs_baseline
+                .get(&key)
+                .map_or(String::new(), |c| format!("   {}", fmt_comparison(c)));
+            out.push(format!(
+                "    {:<width$}  {}{cmp}",
+                p.aqm,
+                fmt_spread(unit, typical, s)
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exp::results::{
+        Fidelity, FlowRow, HostTotals, PingStats, StaticFlowResult, SwitchTotals,
+    };
+    use std::path::Path;
+
+    const SC: &str = r#"
+        [topology]
+        hosts = 3
+        [switch]
+        aqm = ["dctcp", "tcn", "same"]
+        [traffic]
+        kind = "workload"
+        cdf = "cdf/websearch.txt"
+        load = [0.3, 0.5]
+        flows = 10
+        clients = [3]
+        servers = [1, 2]
+    "#;
+
+    fn scenario(text: &str) -> Scenario {
+        Scenario::from_toml(text, Path::new("t.toml")).unwrap()
+    }
+
+    fn flow(size: u64, fct_us: u64) -> FlowRow {
+        FlowRow {
+            size,
+            fct_us,
+            dscp: 0,
+            start_us: 0,
+        }
+    }
+
+    fn combo(aqm: &str, load: f64, repeat: u32, flows: Vec<FlowRow>, drops: u64) -> ComboResult {
+        ComboResult {
+            aqm: aqm.into(),
+            sweep: SweepValue::Load(load),
+            repeat,
+            seed: 1 + 1000 * repeat as u64,
+            dir: format!("{aqm}-load{load:.2}-r{repeat}"),
+            expected: flows.len(),
+            flows,
+            queries: vec![],
+            statics: vec![],
+            wall_us: 1_000_000,
+            switch: SwitchTotals {
+                dropped_pkts: drops,
+                ..Default::default()
+            },
+            hosts: HostTotals {
+                timeouts: repeat as u64,
+                ..Default::default()
+            },
+            queue_samples: "switch_timeseries.csv".into(),
+            switch_ports: vec![],
+            switch_offset_ms: None,
+            fidelity: Fidelity {
+                faithful: true,
+                ..Default::default()
+            },
+            queue_mean_kb: 0.0,
+            queue_p99_kb: 0.0,
+            sojourn: None,
+            ping: None,
+        }
+    }
+
+    fn input(sc: &Scenario) -> SummaryInput<'_> {
+        SummaryInput {
+            sc,
+            name: "t",
+            baseline: "dctcp",
+            scaling: serde_json::Value::Null,
+            asked: BTreeMap::new(),
+        }
+    }
+
+    /// dctcp's small flows take 100 + 10·r µs, tcn's half that, `same`
+    /// dctcp's own values: three repeats at load 0.5.
+    fn three_schemes() -> Vec<ComboResult> {
+        let mut v = Vec::new();
+        for r in 0..3u32 {
+            let d = 100 + 10 * r as u64;
+            v.push(combo(
+                "dctcp",
+                0.5,
+                r,
+                vec![flow(1_000, d), flow(20_000_000, 9_000)],
+                10 + r as u64,
+            ));
+            v.push(combo(
+                "tcn",
+                0.5,
+                r,
+                vec![flow(1_000, d / 2), flow(20_000_000, 9_000 + r as u64)],
+                0,
+            ));
+            v.push(combo(
+                "same",
+                0.5,
+                r,
+                vec![flow(1_000, d), flow(20_000_000, 9_000)],
+                10 + r as u64,
+            ));
+        }
+        v
+    }
+
+    #[test]
+    fn every_number_gets_its_spread_across_repeats() {
+        let sc = scenario(SC);
+        let results = three_schemes();
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        assert_eq!(s.points.len(), 3);
+        let d = &s.points[0];
+        assert_eq!(
+            (d.aqm.as_str(), d.repeats_faithful, d.short),
+            ("dctcp", 3, false)
+        );
+        let small = &d.metrics["fct.small.mean_us"];
+        assert_eq!(small.values, vec![100.0, 110.0, 120.0]);
+        assert_eq!(
+            (small.median, small.min, small.max, small.mean),
+            (110.0, 100.0, 120.0, 110.0)
+        );
+        let (lo, hi) = stats::t_interval(&small.values).unwrap();
+        assert_eq!(small.ci95, Some([lo, hi]));
+        assert_eq!(d.metrics["rtos"].values, vec![0.0, 1.0, 2.0]);
+        // Pooled as the papers pool: one distribution over 3 repeats' flows.
+        let pooled = d.pooled.fct.as_ref().unwrap();
+        assert_eq!(pooled.all.as_ref().unwrap().count, 6);
+        assert_eq!(pooled.small.as_ref().unwrap().p99_us, 120);
+        assert!(
+            d.vs_baseline.is_empty(),
+            "the baseline is not compared with itself"
+        );
+        assert_eq!(s.repeats.len(), 9);
+        assert_eq!(s.repeats[0].dir, "dctcp-load0.50-r0");
+        assert_eq!(s.repeats[0].values["fct.small.mean_us"], 100.0);
+    }
+
+    #[test]
+    fn schemes_are_judged_against_the_baseline() {
+        let sc = scenario(SC);
+        let results = three_schemes();
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
+        assert_eq!(tcn.verdict, Verdict::Lower);
+        assert_eq!(tcn.ratio, Some(0.5));
+        let same = &s.points[2].vs_baseline["fct.small.mean_us"];
+        assert_eq!(same.verdict, Verdict::NoDifference);
+        assert_eq!((same.ratio, same.p), (Some(1.0), Some(1.0)));
+        // Holm over the two schemes compared for this number at this load.
+        let raw = [tcn.p.unwrap(), same.p.unwrap()];
+        let adj = stats::holm(&raw);
+        assert_eq!((tcn.p_holm, same.p_holm), (Some(adj[0]), Some(adj[1])));
+        // Drops: tcn 0 against 10–12: lower; a ratio of 0.
+        let drops = &s.points[1].vs_baseline["drops"];
+        assert_eq!((drops.verdict, drops.ratio), (Verdict::Lower, Some(0.0)));
+        // Mann–Whitney cannot reject with 3 repeats a side (smallest p 0.1).
+        let mut mw = sc.clone();
+        mw.stats.test = TestMethod::MannWhitney;
+        let s = summarize(&input(&mw), &refs);
+        let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
+        assert_eq!((tcn.verdict, tcn.p), (Verdict::NoDifference, Some(0.1)));
+    }
+
+    #[test]
+    fn unfaithful_repeats_are_left_out_and_counted() {
+        let sc = scenario(SC);
+        let mut results = three_schemes();
+        results[3].fidelity = Fidelity {
+            faithful: false,
+            reasons: vec!["port x lost 3 %".into()],
+            ..Default::default()
+        };
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let d = &s.points[0];
+        assert_eq!((d.repeats_asked, d.repeats_faithful, d.short), (3, 2, true));
+        assert_eq!(d.left_out, vec!["dctcp-load0.50-r1: port x lost 3 %"]);
+        assert_eq!(d.metrics["fct.small.mean_us"].values, vec![100.0, 120.0]);
+        assert!(!s.faithful);
+        let text = console_lines(&sc, &s).join("\n");
+        assert!(text.contains("dctcp: 2 of 3 repeats faithful"), "{text}");
+        // A single faithful repeat: no interval, no test.
+        results[0].fidelity.faithful = false;
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        assert_eq!(s.points[0].metrics["drops"].ci95, None);
+        assert_eq!(s.points[1].vs_baseline["drops"].verdict, Verdict::Untested);
+    }
+
+    #[test]
+    fn the_console_shows_spread_and_verdicts() {
+        let sc = scenario(SC);
+        let results = three_schemes();
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let lines = console_lines(&sc, &summarize(&input(&sc), &refs));
+        let text = lines.join("\n");
+        assert!(text.contains("Student's t"), "{text}");
+        assert!(
+            text.contains("small-flow (<100KB) FCT, mean (us)"),
+            "{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.trim_start().starts_with("dctcp") && l.contains("110 [100–120]")),
+            "{text}"
+        );
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with("tcn")
+                && l.contains("×0.50")
+                && l.contains("lower")),
+            "{text}"
+        );
+        assert!(
+            text.contains("no difference beyond run-to-run noise"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn static_shares_entries_and_ping() {
+        let mut a = combo("tcn", 0.0, 0, vec![], 0);
+        a.sweep = SweepValue::None;
+        let st = |label: &str, dscp: u8, g: f64, fct: Option<u64>| StaticFlowResult {
+            label: label.into(),
+            dscp,
+            goodput_mbps: g,
+            samples: vec![],
+            start_ms: 0,
+            size: None,
+            fct_us: fct,
+        };
+        a.statics = vec![
+            st("f0 h1→h3 dscp 0", 0, 400.0, None),
+            st("f1.0 h2→h3 dscp 1", 1, 200.0, Some(5_000)),
+            st("f1.1 h2→h3 dscp 1", 1, 200.0, Some(7_000)),
+        ];
+        a.ping = Some(PingStats::from_ping_output(
+            "64 bytes: time=0.300 ms\n64 bytes: time=0.500 ms\n2 packets transmitted, 2 received",
+        ));
+        let v = repeat_values(&a);
+        assert_eq!(v["goodput_mbps"], 800.0);
+        assert_eq!((v["dscp0.share"], v["dscp1.share"]), (0.5, 0.5));
+        assert_eq!(v["flow1.goodput_mbps"], 400.0);
+        assert_eq!(v["flow1.fct_us"], 6_000.0);
+        assert_eq!(v["ping.p50_us"], 300.0);
+        assert!(!v.contains_key("fct.all.mean_us"));
+        assert_eq!(flow_entry("f12.3 h1→h2"), Some(12));
+    }
+
+    #[test]
+    fn bootstrap_intervals_are_seeded_per_number() {
+        let mut sc = scenario(SC);
+        sc.stats.interval = IntervalMethod::Bootstrap;
+        sc.stats.resamples = 2000;
+        let results = three_schemes();
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let a = summarize(&input(&sc), &refs);
+        let b = summarize(&input(&sc), &refs);
+        assert_eq!(a, b, "the same results give the same summary");
+        let ci = a.points[0].metrics["fct.small.mean_us"].ci95.unwrap();
+        assert!(ci[0] >= 100.0 && ci[1] <= 120.0 && ci[0] < ci[1], "{ci:?}");
+        assert!(a.methods.interval.contains("bootstrap"));
+    }
+}
