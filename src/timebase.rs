@@ -160,6 +160,19 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
+/// Now, in UTC, as a stamp for names (`20261125-140307`).
+pub fn utc_now_compact() -> String {
+    compact(SystemTime::now())
+}
+
+/// `t` in UTC as `YYYYMMDD-HHMMSS`.
+pub fn compact(t: SystemTime) -> String {
+    rfc3339(t)
+        .trim_end_matches('Z')
+        .replace(['-', ':'], "")
+        .replace('T', "-")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +236,8 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(1_764_079_387);
         assert_eq!(rfc3339(t), "2025-11-25T14:03:07Z");
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(compact(t), "20251125-140307");
+        assert_eq!(utc_now_compact().len(), 15);
         let now = utc_now_rfc3339();
         assert_eq!(now.len(), 20, "{now}");
         assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T', "{now}");

@@ -1093,8 +1093,8 @@ mod tests {
             if p.extension().is_some_and(|x| x == "toml") {
                 let sc = Scenario::load(&p).unwrap();
                 let json = serde_json::to_value(&sc).unwrap();
-                let back: Scenario = serde_json::from_value(json)
-                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                let back: Scenario =
+                    serde_json::from_value(json).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                 assert_eq!(back, sc, "{}", p.display());
             }
         }
