@@ -18,7 +18,12 @@
 //! running kernel's layout when `softswitch topo up` loads the object:
 //! clang and bpftool are needed at build time only. Without them (or
 //! without kernel BTF) the build goes on with an empty object and `topo up`
-//! says why it has no DCTCP.
+//! says why it has no DCTCP. The time-dilation sockops program
+//! (`bpf/dilation.bpf.c`) is built the same way, against the same header.
+//!
+//! And it embeds the git commit being built (`SOFTSWITCH_GIT_COMMIT`, read
+//! from the repository's files without running git; "unknown" outside a
+//! checkout), rebuilt when HEAD or the branch it points to moves.
 
 use std::{
     env,
@@ -32,7 +37,8 @@ const XDP_BIN: &str = "softswitch-xdp";
 const BPF_TARGET: &str = "bpfel-unknown-none";
 
 fn main() {
-    build_dctcp();
+    embed_git_commit();
+    build_bpf_programs();
     for path in ["src", "Cargo.toml", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={XDP_CRATE_DIR}/{path}");
     }
@@ -140,38 +146,59 @@ fn find_in(path: &OsString, exe: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-const DCTCP_SOURCE: &str = "bpf/dctcp.bpf.c";
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
-/// Writes `OUT_DIR/dctcp.bpf.o` (empty when it cannot be built) and
-/// `OUT_DIR/dctcp.bpf.unavailable` (why not; empty when built).
-fn build_dctcp() {
-    println!("cargo:rerun-if-changed={DCTCP_SOURCE}");
+/// The BPF C programs build.rs compiles: source, and the stem of
+/// `OUT_DIR/<stem>.bpf.o` (empty when it cannot be built) and
+/// `OUT_DIR/<stem>.bpf.unavailable` (why not; empty when built).
+const BPF_PROGRAMS: [(&str, &str, &str); 2] = [
+    ("bpf/dctcp.bpf.c", "dctcp", "the BPF DCTCP"),
+    (
+        "bpf/dilation.bpf.c",
+        "dilation",
+        "the time-dilation sockops program",
+    ),
+];
+
+fn build_bpf_programs() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
-    let obj = out_dir.join("dctcp.bpf.o");
-    let why = out_dir.join("dctcp.bpf.unavailable");
-    let reason = match compile_dctcp(&out_dir, &obj) {
-        Ok(()) => String::new(),
-        Err(reason) => {
-            println!("cargo:warning=the BPF DCTCP is not built into this softswitch: {reason}");
-            std::fs::write(&obj, b"").expect("write OUT_DIR/dctcp.bpf.o");
-            reason
-        }
-    };
-    std::fs::write(&why, reason).expect("write OUT_DIR/dctcp.bpf.unavailable");
+    let vmlinux = write_vmlinux_h(&out_dir);
+    for (source, stem, what) in BPF_PROGRAMS {
+        println!("cargo:rerun-if-changed={source}");
+        let obj = out_dir.join(format!("{stem}.bpf.o"));
+        let why = out_dir.join(format!("{stem}.bpf.unavailable"));
+        let built = vmlinux
+            .clone()
+            .and_then(|()| compile_bpf(&out_dir, source, &obj));
+        let reason = match built {
+            Ok(()) => String::new(),
+            Err(reason) => {
+                println!("cargo:warning={what} is not built into this softswitch: {reason}");
+                std::fs::write(&obj, b"").expect("write an empty BPF object");
+                reason
+            }
+        };
+        std::fs::write(&why, reason).expect("write OUT_DIR/<stem>.bpf.unavailable");
+    }
 }
 
-fn compile_dctcp(out_dir: &Path, obj: &Path) -> Result<(), String> {
-    let path = search_path();
-    let sbin =
-        env::join_paths(env::split_paths(&path).chain(["/usr/sbin", "/sbin"].map(PathBuf::from)))
-            .expect("PATH entries contain no ':'");
-    let tool = |name: &str| {
-        find_in(&sbin, name).ok_or_else(|| {
-            format!("`{name}` is not installed at build time (sudo scripts/setup.sh, then rebuild)")
-        })
-    };
-    let (bpftool, clang) = (tool("bpftool")?, tool("clang")?);
+/// PATH plus the sbin directories, where bpftool lives.
+fn sbin_path() -> OsString {
+    env::join_paths(
+        env::split_paths(&search_path()).chain(["/usr/sbin", "/sbin"].map(PathBuf::from)),
+    )
+    .expect("PATH entries contain no ':'")
+}
+
+fn tool(name: &str) -> Result<PathBuf, String> {
+    find_in(&sbin_path(), name).ok_or_else(|| {
+        format!("`{name}` is not installed at build time (sudo scripts/setup.sh, then rebuild)")
+    })
+}
+
+/// `OUT_DIR/vmlinux.h` from the build machine's kernel BTF.
+fn write_vmlinux_h(out_dir: &Path) -> Result<(), String> {
+    let bpftool = tool("bpftool")?;
     if !Path::new(VMLINUX_BTF).exists() {
         return Err(format!(
             "the build machine's kernel has no BTF ({VMLINUX_BTF}; CONFIG_DEBUG_INFO_BTF=y)"
@@ -188,8 +215,11 @@ fn compile_dctcp(out_dir: &Path, obj: &Path) -> Result<(), String> {
         ));
     }
     std::fs::write(out_dir.join("vmlinux.h"), &out.stdout)
-        .map_err(|e| format!("cannot write vmlinux.h: {e}"))?;
+        .map_err(|e| format!("cannot write vmlinux.h: {e}"))
+}
 
+fn compile_bpf(out_dir: &Path, source: &str, obj: &Path) -> Result<(), String> {
+    let clang = tool("clang")?;
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let (define, multiarch) = match arch.as_str() {
         "x86_64" => ("-D__TARGET_ARCH_x86", "/usr/include/x86_64-linux-gnu"),
@@ -201,16 +231,68 @@ fn compile_dctcp(out_dir: &Path, obj: &Path) -> Result<(), String> {
         .arg(format!("-I{multiarch}"))
         .arg(format!("-I{}", out_dir.display()))
         .arg("-c")
-        .arg(DCTCP_SOURCE)
+        .arg(source)
         .arg("-o")
         .arg(obj)
         .output()
         .map_err(|e| format!("cannot run clang: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "clang could not compile {DCTCP_SOURCE}: {}",
+            "clang could not compile {source}: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
     Ok(())
+}
+
+/// Sets `SOFTSWITCH_GIT_COMMIT` to the commit HEAD names, or "unknown".
+fn embed_git_commit() {
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let (commit, watch) = git_head(&manifest_dir).unwrap_or_else(|| ("unknown".into(), vec![]));
+    for path in watch.iter().filter(|p| p.exists()) {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    println!("cargo:rustc-env=SOFTSWITCH_GIT_COMMIT={commit}");
+}
+
+/// HEAD's commit and the files that say it (HEAD, the branch's ref,
+/// packed-refs), in a checkout or a worktree (`.git` a file naming the
+/// git directory).
+fn git_head(repo: &Path) -> Option<(String, Vec<PathBuf>)> {
+    let dot_git = repo.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        repo.join(text.strip_prefix("gitdir:")?.trim())
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(rel) => git_dir.join(rel.trim()),
+        Err(_) => git_dir.clone(),
+    };
+    let head_path = git_dir.join("HEAD");
+    let head = std::fs::read_to_string(&head_path).ok()?;
+    let packed = common.join("packed-refs");
+    let mut watch = vec![head_path, packed.clone()];
+    let commit = match head.trim().strip_prefix("ref:") {
+        None => head.trim().to_owned(),
+        Some(name) => {
+            let name = name.trim();
+            let loose = common.join(name);
+            watch.push(loose.clone());
+            match std::fs::read_to_string(&loose) {
+                Ok(c) => c.trim().to_owned(),
+                Err(_) => std::fs::read_to_string(&packed)
+                    .ok()?
+                    .lines()
+                    .find_map(|l| {
+                        let (sha, r) = l.split_once(' ')?;
+                        (r.trim() == name).then(|| sha.to_owned())
+                    })?,
+            }
+        }
+    };
+    let is_hex = commit.len() >= 40 && commit.chars().all(|c| c.is_ascii_hexdigit());
+    is_hex.then_some((commit, watch))
 }

@@ -71,17 +71,21 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
     let gauges = std::fs::read_to_string(&ts_port).unwrap_or_default();
     let _ = std::fs::remove_file(&ts_s);
     let _ = std::fs::remove_file(&ts_port);
-    let n_samples: Vec<u64> = gauges
-        .lines()
-        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f.get(1) == Some(&"2") && f.get(2) == Some(&"pred_n_flows"))
-                .then(|| f[3].parse::<f64>().ok())
-                .flatten()
-        })
-        .map(|n| n as u64)
-        .collect();
+    // Port 2's gauge `name`, every 10 ms.
+    let series = |name: &str| -> Vec<f64> {
+        gauges
+            .lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f.get(1) == Some(&"2") && f.get(2) == Some(&name))
+                    .then(|| f[3].parse::<f64>().ok())
+                    .flatten()
+            })
+            .collect()
+    };
+    let n_samples: Vec<u64> = series("pred_n_flows").iter().map(|&n| n as u64).collect();
+    let lambdas = series("pred_lambda_qla");
     let bps = iperf_receiver_bps(&out_a) + iperf_receiver_bps(&out_b);
     let port = &j["ports"][2];
     let aqm = &port["aqm"];
@@ -114,15 +118,27 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         "FCS counted at most {max_flows} flows in a period, expected 8–16\n{aqm}"
     );
     assert!(aqm["flows"]["periods"].as_u64().unwrap() > 1000, "{aqm}");
-    // QLA: T_QLA = 1.25 ms over ≥ 8 s: thousands of trials, one decision per four.
+    // QLA: T_QLA = 1.25 ms over ≥ 8 s: thousands of trials, and its A/B
+    // decisions move the operating point both ways — λ_QLA, sampled every
+    // 10 ms, leaves its start of 0.1 and takes several values. (Which way
+    // it should go is not observable here: the queue is set by the hosts'
+    // ~1 ms GSO bursts as much as by the marks, and on this 2-vCPU machine
+    // the utility of a 1.25 ms trial is mostly noise — a walk from 0.05 went
+    // up, one from 1.0 went down; the manual-clock tests in src/aqm/pred.rs
+    // check the direction against the paper's rule.)
     let c = &aqm["counters"];
     let periods = c["qla_periods"].as_u64().unwrap();
-    let decisions: u64 = ["decisions_more", "decisions_less", "decisions_stay"]
-        .iter()
-        .map(|k| c[k].as_u64().unwrap())
-        .sum();
     assert!(periods > 1000, "{c}");
-    assert_eq!(decisions, periods / 4, "{c}");
+    for k in ["decisions_more", "decisions_less"] {
+        assert!(c[k].as_u64().unwrap() > 0, "no QLA {k}: {c}");
+    }
+    let mut distinct: Vec<f64> = lambdas.clone();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    assert!(
+        distinct.len() >= 3 && lambdas.iter().any(|&l| (l - 0.1).abs() > 0.02),
+        "λ_QLA over the run took only {distinct:?}\n{c}"
+    );
     // Marks at the switch, CE at both senders.
     let prob = marked["probabilistic"]["pkts"].as_u64().unwrap_or(0);
     assert!(prob > 0, "no probabilistic marks: {marked}");

@@ -72,6 +72,12 @@ fn field(line: &str, name: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Sysctl `key` inside `h`'s namespace, read through `ip netns exec`.
+fn sysctl_in(h: &topo::Host, key: &str) -> String {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    run_ok(&mut h.exec(&["cat", &path])).trim().to_owned()
+}
+
 fn mean(v: &[u64]) -> u64 {
     v.iter().sum::<u64>() / (v.len().max(1) as u64)
 }
@@ -119,6 +125,21 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
     assert!(route.contains("initcwnd 4"), "{route}");
     let link = run_ok(&mut t.hosts[0].exec(&["ip", "-d", "link", "show", "eth0"]));
     assert!(link.contains("gso_max_segs 1 "), "{link}");
+    // `up` writes the sysctls from a thread inside each namespace (setns);
+    // `ip netns exec` reads them back there, and the root keeps its own.
+    for h in &t.hosts {
+        for (key, want) in [
+            ("net.ipv4.tcp_ecn", "1"),
+            ("net.ipv4.tcp_congestion_control", t.cc.as_str()),
+            ("net.ipv4.tcp_no_metrics_save", "1"),
+            ("net.ipv6.conf.all.accept_dad", "0"),
+            ("net.ipv6.conf.default.accept_dad", "0"),
+            ("net.ipv6.conf.default.router_solicitations", "0"),
+            ("net.ipv6.conf.eth0.router_solicitations", "0"),
+        ] {
+            assert_eq!(sysctl_in(h, key), want, "{key} in {}", h.ns);
+        }
+    }
 
     t.bridge_all();
     ping(&t.hosts[0], t.hosts[1].ip);
@@ -483,5 +504,201 @@ fn up_right_after_down_selects_dctcp_every_time() {
             );
             eprintln!("{name}: cycle {cycle}: down (with unregister) took {took:?}");
         }
+    }
+}
+
+/// `name:<number>` in an ss info line as a float (`rto:800.5`).
+fn float_field(line: &str, name: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(name))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Where a SYN goes and is never answered: an address of the topology's
+/// subnet that no host has, with a permanent neighbour entry so the SYN is
+/// sent (into an unbridged veth) instead of waiting for ARP.
+const BLACKHOLE: &str = "10.99.0.200";
+
+fn blackhole(h: &topo::Host) {
+    run_ok(&mut h.exec(&[
+        "ip",
+        "neigh",
+        "replace",
+        BLACKHOLE,
+        "lladdr",
+        "02:00:00:00:00:c8",
+        "dev",
+        "eth0",
+        "nud",
+        "permanent",
+    ]));
+}
+
+/// Connects from inside `h`'s namespace to the blackhole, giving up after
+/// `wait`, on a thread of its own.
+fn syn_into_blackhole(h: &topo::Host, wait: Duration) -> std::thread::JoinHandle<()> {
+    let ns = h.ns.clone();
+    let to: std::net::SocketAddr = format!("{BLACKHOLE}:9").parse().unwrap();
+    std::thread::spawn(move || {
+        let r = topo::netns::in_netns(&ns, || {
+            Ok(std::net::TcpStream::connect_timeout(&to, wait).is_ok())
+        });
+        assert_eq!(r.ok(), Some(false), "a connect to {to} in {ns} succeeded");
+    })
+}
+
+/// `topo up --dilation 4` sets every host timer it claims, in every host
+/// namespace and only there: the sysctls read back ×4, each namespace's
+/// cookie in the sock_ops program's map, a SYN's initial RTO of 4 s that
+/// retransmits after 4 s (an undilated topology up at the same time keeps
+/// Linux's 1 s), RTO_min 4 × 200 ms on an established connection, the
+/// SYN-ACK's timer set too; and `down` takes the namespaces out of the map
+/// and the last one removes the pins and the program. Run it twice in a
+/// row: its first check catches what an earlier run left behind.
+#[test]
+fn dilated_hosts_stretch_their_timers_and_down_removes_the_sockops_program() {
+    let name = "dilated_hosts_stretch_their_timers_and_down_removes_the_sockops_program";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3", "ss"]) {
+        return;
+    }
+    let _serial = serial();
+    use softswitch::timebase::Dilation;
+    use softswitch::topo::dilation::{self, DILATION_LINK_PIN, DILATION_MAP_PIN};
+    let pinned = || {
+        [DILATION_LINK_PIN, DILATION_MAP_PIN]
+            .iter()
+            .filter(|p| std::path::Path::new(p).exists())
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+    };
+    if topo::list().is_empty() {
+        assert!(
+            pinned().is_empty(),
+            "left by an earlier run: {:?}",
+            pinned()
+        );
+    }
+    let d4 = Dilation::new(4.0).unwrap();
+    let mut dilated = TestTopo::with(|c| {
+        c.hosts = 2;
+        c.dilation = d4;
+        c.rto_min = None;
+    });
+    let plain = TestTopo::new(1);
+    assert!(pinned().len() == 2, "pins: {:?}", pinned());
+    let map_id = dilation::pinned_map_id().expect("the pinned map's id");
+
+    // Every sysctl it claims, read back in each namespace; the undilated
+    // namespace keeps Linux's.
+    let want = topo::HostTimers::new(d4, None);
+    let cookie = |h: &topo::Host| topo::netns::netns_cookie(&h.ns).unwrap();
+    for h in &dilated.hosts {
+        for s in want.sysctls() {
+            assert_eq!(sysctl_in(h, &s.key), s.value, "{} in {}", s.key, h.ns);
+        }
+        let (syn_rto_us, _) = dilation::lookup_netns(cookie(h))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{} is not in the map", h.ns));
+        assert_eq!(syn_rto_us, 4_000_000, "{}", h.ns);
+    }
+    assert_eq!(want.sysctls()[0].value, "800000");
+    assert_eq!(
+        sysctl_in(&plain.hosts[0], "net.ipv4.tcp_rto_min_us"),
+        "200000"
+    );
+    assert_eq!(
+        dilation::lookup_netns(cookie(&plain.hosts[0])).unwrap(),
+        None
+    );
+
+    // Behaviour: a SYN into a blackhole in each topology at once. Its
+    // initial RTO (ss) and its first retransmission (TcpExt:TCPSynRetrans).
+    let (dh, ph) = (&dilated.hosts[0], &plain.hosts[0]);
+    blackhole(dh);
+    blackhole(ph);
+    let before = [
+        tcp_ext_counter(dh, "TCPSynRetrans"),
+        tcp_ext_counter(ph, "TCPSynRetrans"),
+    ];
+    let t0 = std::time::Instant::now();
+    let conns = [
+        syn_into_blackhole(dh, Duration::from_secs(6)),
+        syn_into_blackhole(ph, Duration::from_secs(6)),
+    ];
+    sleep(Duration::from_millis(200));
+    for (h, rto_ms) in [(dh, 4000.0), (ph, 1000.0)] {
+        let ss = run_ok(&mut h.exec(&["ss", "-tinH", "state", "syn-sent", "dst", BLACKHOLE]));
+        let rto = float_field(&ss, "rto:");
+        assert_eq!(rto, Some(rto_ms), "SYN's RTO in {}: {ss}", h.ns);
+    }
+    let mut first: [Option<Duration>; 2] = [None, None];
+    while t0.elapsed() < Duration::from_secs(6) && first.iter().any(Option::is_none) {
+        for (i, h) in [dh, ph].into_iter().enumerate() {
+            if first[i].is_none() && tcp_ext_counter(h, "TCPSynRetrans") > before[i] {
+                first[i] = Some(t0.elapsed());
+            }
+        }
+        sleep(Duration::from_millis(20));
+    }
+    for c in conns {
+        c.join().unwrap();
+    }
+    eprintln!(
+        "{name}: first SYN retransmission: D = 4 after {:?}, D = 1 after {:?}",
+        first[0], first[1]
+    );
+    let (dil, undil) = (
+        first[0].expect("no SYN retransmission at D = 4"),
+        first[1].unwrap(),
+    );
+    assert!(
+        (Duration::from_millis(3_900)..Duration::from_millis(5_000)).contains(&dil),
+        "D = 4: first SYN retransmission after {dil:?}, expected ~4 s"
+    );
+    assert!(
+        (Duration::from_millis(900)..Duration::from_millis(2_000)).contains(&undil),
+        "D = 1: first SYN retransmission after {undil:?}, expected ~1 s"
+    );
+    let (_, answered_h1) = dilation::lookup_netns(cookie(dh)).unwrap().unwrap();
+    assert!(answered_h1 >= 1, "the program never answered for {}", dh.ns);
+
+    // An established connection: RTO_min 800 ms (rto = srtt + RTO_min
+    // here); the SYN-ACK's timer was set in the server's namespace.
+    dilated.bridge_all();
+    let server_ip = dilated.hosts[1].ip.to_string();
+    let client = dilated.iperf_start(0, 1, 5201, 2, &[]);
+    sleep(Duration::from_millis(1_000));
+    let ss = run_ok(&mut dilated.hosts[0].exec(&["ss", "-tinH", "dst", &server_ip]));
+    dilated.wait(client, Duration::from_secs(15));
+    let conn = data_conn(&ss).expect("the bulk connection in ss output");
+    let rto = float_field(&conn, "rto:").expect("rto in ss");
+    assert!((800.0..900.0).contains(&rto), "rto {rto} ms: {conn}");
+    let (_, answered_h2) = dilation::lookup_netns(cookie(&dilated.hosts[1]))
+        .unwrap()
+        .unwrap();
+    assert!(
+        answered_h2 >= 2,
+        "SYN-ACKs of iperf3's two connections: {answered_h2}"
+    );
+
+    // down: the first takes its namespaces out of the map, the program
+    // stays for the undilated topology; the last removes pins and program.
+    let cookies: Vec<u64> = dilated.hosts.iter().map(cookie).collect();
+    let prefixes = [dilated.prefix.clone(), plain.prefix.clone()];
+    let report = dilated.down();
+    for c in &cookies {
+        assert_eq!(dilation::lookup_netns(*c).unwrap(), None, "{report}");
+    }
+    assert!(!report.dilation_detached, "{report}");
+    assert_eq!(pinned().len(), 2);
+    let report = plain.down();
+    eprintln!("{name}: down: {report}");
+    if topo::list().is_empty() {
+        assert!(report.dilation_detached, "{report}");
+        assert!(pinned().is_empty(), "{:?}", pinned());
+        assert!(!dilation::map_exists(map_id), "map {map_id} outlived down");
+    }
+    for p in prefixes {
+        assert!(leftovers(&p).is_empty(), "{:?}", leftovers(&p));
     }
 }

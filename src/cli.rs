@@ -99,6 +99,9 @@ pub struct TopoUpArgs {
     /// Most segments the hosts' TCP sends as one GSO packet (`gso_max_segs` of their veth; default: kernel's). Linux sends ~1 ms of data per packet as one burst; 1 sends segment by segment, ACK-clocked like a simulator's hosts.
     #[arg(long, value_name = "SEGMENTS")]
     pub gso_segs: Option<u32>,
+    /// Time dilation D of the hosts' timers: RTO_min (--rto-min is the emulated value), the SYN's initial RTO, SACK compression and the other time constants last D times longer (README, "Time dilation"). Default 1.
+    #[arg(long, default_value = "1")]
+    pub dilation: String,
 }
 
 /// Makes a closed stdout or stderr (`softswitch ... | head -1`) end the

@@ -9,6 +9,9 @@
 
 #![deny(unsafe_code)]
 
+/// The git commit this softswitch was built from ("unknown" outside a checkout).
+pub const BUILD_COMMIT: &str = env!("SOFTSWITCH_GIT_COMMIT");
+
 pub mod aqm;
 pub mod bridge;
 pub mod capture;
@@ -33,6 +36,7 @@ pub mod sched;
 pub mod shaper;
 pub mod stats;
 pub mod switch;
+pub mod timebase;
 pub mod timeseries;
 pub mod topo;
 pub mod traffic;

@@ -101,13 +101,25 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         quickack: a.quickack,
         initcwnd: a.initcwnd,
         gso_segs: a.gso_segs,
+        dilation: a
+            .dilation
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--dilation: {e}"))?,
         ..topo::TopoConfig::default()
     };
     let t = topo::up(&cfg)?;
     eprintln!(
-        "softswitch: {} host namespaces up, congestion control {}",
+        "softswitch: {} host namespaces up, congestion control {}{}",
         t.hosts.len(),
-        t.cc
+        t.cc,
+        if cfg.dilation.is_none() {
+            String::new()
+        } else {
+            format!(
+                ", host timers dilated × {} (run the switch and softswitch-tg with the same D)",
+                cfg.dilation
+            )
+        }
     );
     for h in &t.hosts {
         eprintln!(

@@ -109,11 +109,7 @@ fn load(path: &std::path::Path) -> Result<Scenario, ExitCode> {
 }
 
 fn utc_stamp() -> String {
-    std::process::Command::new("date")
-        .args(["-u", "+%Y%m%d-%H%M%S"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default()
+    softswitch::timebase::utc_now_compact()
 }
 
 fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool) -> RunOptions {

@@ -5,6 +5,7 @@
 //! softswitch-tg client --servers 10.99.0.2:5001,10.99.0.3:5001 --cdf cdf/websearch.txt \
 //!     --load 0.5 --rate 1gbit --flows 1000 --conns 4 --dscp 0 --seed 1 \
 //!     --out flows.txt --json flows.json
+//! softswitch-tg client -b 900 -c conf/client_config.txt -n 5000 -l flows.txt -s 123   # TrafficGenerator's
 //! softswitch-tg incast --servers a:p,b:p,... --size 64kb --queries 100 --interval 10ms
 //! softswitch-tg long --server a:p --duration 10s --dscp 8 --rate 500mbit --csv goodput.csv
 //! ```
@@ -24,12 +25,15 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
+use softswitch::timebase::Dilation;
 use softswitch::traffic::cdf::FlowSizeCdf;
 use softswitch::traffic::dscp::DscpMix;
+use softswitch::traffic::poisson::PoissonArrivals;
+use softswitch::traffic::rates::FlowRateMix;
 use softswitch::traffic::record::{write_flows_text, write_queries_text};
 use softswitch::traffic::server::Server;
-use softswitch::traffic::{client, incast, long, TgError};
-use softswitch::units::{parse_duration, parse_rate, parse_size};
+use softswitch::traffic::{client, incast, long, tgconf, TgError};
+use softswitch::units::{parse_duration, parse_rate, parse_size, Rate};
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +44,9 @@ use softswitch::units::{parse_duration, parse_rate, parse_size};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Time dilation factor D (default 1): every time given (gaps, durations, intervals, timeouts) is emulated and lasts D times longer, every rate given (--rate, --flow-rate, -b) is emulated and runs D times lower on the wire, sizes are unchanged, and every time or rate reported is emulated. The switch and the hosts must run with the same D.
+    #[arg(long, global = true, default_value = "1")]
+    dilation: String,
 }
 
 #[derive(Subcommand)]
@@ -60,44 +67,7 @@ enum Cmd {
         tcp_pacing: bool,
     },
     /// Poisson arrivals of flows with sizes from a CDF file, at a target load.
-    Client {
-        /// Servers, comma-separated ip:port.
-        #[arg(long, value_delimiter = ',', required = true)]
-        servers: Vec<String>,
-        /// Flow-size CDF file (`value cdf` per line, bytes).
-        #[arg(long)]
-        cdf: PathBuf,
-        /// Target load of the bottleneck link, (0, 1].
-        #[arg(long)]
-        load: f64,
-        /// Bottleneck link rate the load refers to (tc units: 1gbit, 100mbit).
-        #[arg(long)]
-        rate: String,
-        /// Number of flows.
-        #[arg(long, default_value_t = 1000)]
-        flows: u32,
-        /// Connections opened per server at start (more are opened when all are busy).
-        #[arg(long, default_value_t = 4)]
-        conns: usize,
-        /// DSCP per flow (IP_TOS = dscp << 2): `0`, `0,8,16,24` (each flow picks one uniformly) or `0:25,8:75` (value:weight).
-        #[arg(long, default_value = "0")]
-        dscp: String,
-        /// Per-flow sending rate asked of the server (app-limited pacing), e.g. 500mbit; default unpaced.
-        #[arg(long)]
-        flow_rate: Option<String>,
-        /// Seed of the flow schedule.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Per-flow text output, TrafficGenerator columns: size fct_us dscp rate_mbps goodput_mbps.
-        #[arg(long, default_value = "flows.txt")]
-        out: PathBuf,
-        /// Per-flow records and summary as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Safety bound on the whole run; default twice the expected schedule length + 60s.
-        #[arg(long)]
-        timeout: Option<String>,
-    },
+    Client(ClientArgs),
     /// One client asks all servers at once for --size bytes each, repeatedly.
     Incast {
         /// The N servers (fan-in), comma-separated ip:port.
@@ -166,6 +136,61 @@ enum Cmd {
     },
 }
 
+/// `client`: flags, or a TrafficGenerator client config file (`-c`) with
+/// TrafficGenerator's command-line letters (`-b`, `-n`, `-t`, `-l`, `-s`).
+#[derive(clap::Args)]
+struct ClientArgs {
+    /// TrafficGenerator client config file (`server IP PORT`, `req_size_dist FILE`, `rate NMbps W`, `dscp V W` lines); the flags below override what it says.
+    #[arg(short = 'c', long)]
+    config: Option<PathBuf>,
+    /// Servers, comma-separated ip:port (or `server` lines of --config).
+    #[arg(long, value_delimiter = ',')]
+    servers: Vec<String>,
+    /// Flow-size CDF file (`value cdf` per line, bytes; or `req_size_dist` of --config).
+    #[arg(long)]
+    cdf: Option<PathBuf>,
+    /// Target load of the bottleneck link, (0, 1]; with --rate.
+    #[arg(long)]
+    load: Option<f64>,
+    /// Bottleneck link rate the load refers to (tc units: 1gbit, 100mbit).
+    #[arg(long)]
+    rate: Option<String>,
+    /// TrafficGenerator's -b: expected average RX bandwidth in Mbit/s on the wire, instead of --load/--rate; arrivals offer b × 1448/1538 of application bytes, as TrafficGenerator computes them.
+    #[arg(short = 'b', long, value_name = "MBPS")]
+    bandwidth: Option<f64>,
+    /// Number of flows (TrafficGenerator's -n); default 1000.
+    #[arg(short = 'n', long)]
+    flows: Option<u32>,
+    /// TrafficGenerator's -t: generate flows for this many seconds instead of --flows (the count is the time over the mean gap, at least 1).
+    #[arg(short = 't', long, value_name = "SECONDS", conflicts_with = "flows")]
+    time: Option<f64>,
+    /// Connections opened per server at start (more are opened when all are busy).
+    #[arg(long, default_value_t = 4)]
+    conns: usize,
+    /// DSCP per flow (IP_TOS = dscp << 2): `0`, `0,8,16,24` (each flow picks one uniformly) or `0:25,8:75` (value:weight); default the `dscp` lines of --config, else 0.
+    #[arg(long)]
+    dscp: Option<String>,
+    /// Per-flow sending rate asked of the server (app-limited pacing): `500mbit`, or `0:10,500mbit:30` (rate:weight, 0 = unpaced); default the `rate` lines of --config, else unpaced.
+    #[arg(long)]
+    flow_rate: Option<String>,
+    /// Seed of the flow schedule (TrafficGenerator's -s).
+    #[arg(short = 's', long, default_value_t = 1)]
+    seed: u64,
+    /// Per-flow text output, TrafficGenerator columns: size fct_us dscp rate_mbps goodput_mbps (TrafficGenerator's -l).
+    #[arg(short = 'l', long, default_value = "flows.txt")]
+    out: PathBuf,
+    /// Per-flow records and summary as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Safety bound on the whole run; default twice the expected schedule length + 60s.
+    #[arg(long)]
+    timeout: Option<String>,
+}
+
+/// TrafficGenerator's `TG_GOODPUT_RATIO`: payload bytes per wire byte of a
+/// full-sized TCP segment (1448 of 1500 + 14 + 4 + 8 + 12).
+const TG_GOODPUT_RATIO: f64 = 1448.0 / (1500.0 + 14.0 + 4.0 + 8.0 + 12.0);
+
 /// Failure to start (exit 2) vs a run with failed flows (exit 1).
 enum Outcome {
     Clean,
@@ -175,7 +200,14 @@ enum Outcome {
 fn main() -> ExitCode {
     softswitch::cli::exit_quietly_on_closed_output();
     let cli = Cli::parse();
-    match run(cli.cmd) {
+    let dilation = match cli.dilation.parse::<Dilation>() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("softswitch-tg: error: --dilation: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli.cmd, dilation) {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
         Ok(Outcome::SomeFailed) => ExitCode::from(1),
         Err(e) => {
@@ -256,7 +288,7 @@ fn write_json(path: &Option<PathBuf>, v: &serde_json::Value) -> Result<(), TgErr
     Ok(())
 }
 
-fn run(cmd: Cmd) -> Result<Outcome, TgError> {
+fn run(cmd: Cmd, dil: Dilation) -> Result<Outcome, TgError> {
     match cmd {
         Cmd::Server {
             port,
@@ -265,7 +297,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             tcp_pacing,
         } => {
             let until = match timeout {
-                Some(t) => Some(Instant::now() + duration(&t)?),
+                Some(t) => Some(Instant::now() + dil.to_real(duration(&t)?)),
                 None => None,
             };
             let server = Server::bind(SocketAddr::new(bind, port))?.tcp_pacing(tcp_pacing);
@@ -291,82 +323,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
             );
             Ok(Outcome::Clean)
         }
-        Cmd::Client {
-            servers,
-            cdf,
-            load,
-            rate,
-            flows,
-            conns,
-            dscp,
-            flow_rate,
-            seed,
-            out,
-            json,
-            timeout,
-        } => {
-            let cdf_path = cdf;
-            let cdf = FlowSizeCdf::from_file(&cdf_path)
-                .map_err(|e| usage(format!("{}: {e}", cdf_path.display())))?;
-            let link_rate = parse_rate(&rate).map_err(usage)?;
-            let timeout = match timeout {
-                Some(t) => duration(&t)?,
-                None => client::default_timeout(&cdf, load, link_rate, flows),
-            };
-            let cfg = client::ClientConfig {
-                servers: server_addrs(&servers)?,
-                cdf,
-                load,
-                link_rate,
-                flows,
-                conns_per_server: conns,
-                dscp: dscp.parse::<DscpMix>().map_err(usage)?,
-                flow_rate_bps: opt_rate_bps(&flow_rate)?,
-                seed,
-                timeout,
-            };
-            // Open the output first: a typo should not cost a whole run.
-            let text = create(&out)?;
-            let rep = client::run(&cfg)?;
-            write_flows_text(text, &rep.flows).map_err(write_err(&out))?;
-            write_json(
-                &json,
-                &json!({
-                    "command": "client",
-                    "config": {
-                        "servers": cfg.servers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
-                        "cdf": cdf_path.display().to_string(),
-                        "cdf_mean_bytes": cfg.cdf.mean(),
-                        "load": cfg.load,
-                        "link_rate_bps": cfg.link_rate.bps(),
-                        "flows": cfg.flows,
-                        "conns_per_server": cfg.conns_per_server,
-                        "dscp": cfg.dscp.classes(),
-                        "flow_rate_bps": cfg.flow_rate_bps,
-                        "seed": cfg.seed,
-                        "timeout_s": cfg.timeout.as_secs_f64(),
-                    },
-                    "text_columns": ["size_bytes", "fct_us", "dscp", "rate_mbps", "goodput_mbps"],
-                    "report": rep,
-                }),
-            )?;
-            println!("client: {}", rep.one_line());
-            for f in rep.failures.iter().take(5) {
-                eprintln!(
-                    "softswitch-tg client: flow {} from {}: {}",
-                    f.id, f.server, f.reason
-                );
-            }
-            if rep.failures.is_empty() {
-                Ok(Outcome::Clean)
-            } else {
-                eprintln!(
-                    "softswitch-tg client: {} flows did not complete — check that the servers are running and the switch forwards (see the JSON for all)",
-                    rep.failures.len()
-                );
-                Ok(Outcome::SomeFailed)
-            }
-        }
+        Cmd::Client(args) => run_client(args, dil),
         Cmd::Incast {
             servers,
             size,
@@ -389,6 +346,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 flow_rate_bps: opt_rate_bps(&flow_rate)?,
                 timeout: duration(&timeout)?,
                 fresh,
+                dilation: dil,
             };
             let flows_w = create(&out)?;
             let queries_w = create(&qct_out)?;
@@ -407,6 +365,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                         "dscp": cfg.dscp,
                         "flow_rate_bps": cfg.flow_rate_bps,
                         "fresh": cfg.fresh,
+                        "dilation": dil,
                     },
                     "report": rep,
                 }),
@@ -440,6 +399,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 dscp: check_dscp(dscp)?,
                 rate_bps: opt_rate_bps(&rate)?,
                 sample: duration(&sample)?,
+                dilation: dil,
             };
             let mut csv_w = create(&csv)?;
             let rep = long::run(&cfg)?;
@@ -453,6 +413,7 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 &json!({
                     "command": "long",
                     "server": cfg.server.to_string(),
+                    "dilation": dil,
                     "report": rep,
                 }),
             )?;
@@ -463,6 +424,155 @@ fn run(cmd: Cmd) -> Result<Outcome, TgError> {
                 Outcome::Clean
             })
         }
+    }
+}
+
+/// The client's settings from its flags and, under them, its config file.
+fn client_config(
+    a: &ClientArgs,
+    dilation: Dilation,
+) -> Result<(client::ClientConfig, PathBuf), TgError> {
+    let file = match &a.config {
+        Some(p) => Some(tgconf::load(p).map_err(usage)?),
+        None => None,
+    };
+    if let Some(f) = file.as_ref().filter(|f| !f.fanout.is_empty()) {
+        eprintln!(
+            "softswitch-tg client: ignoring {} `fanout` lines: they are for TrafficGenerator's \
+             incast-client; its client (and this one) sends every request to one server",
+            f.fanout.len()
+        );
+    }
+    let servers = if !a.servers.is_empty() {
+        server_addrs(&a.servers)?
+    } else if let Some(f) = &file {
+        f.servers.clone()
+    } else {
+        return Err(usage(
+            "give --servers ip:port,... or a --config file with `server` lines",
+        ));
+    };
+    let cdf_path = match (&a.cdf, &file, &a.config) {
+        (Some(p), _, _) => p.clone(),
+        (None, Some(f), Some(conf)) => {
+            tgconf::resolve_dist(&f.req_size_dist, conf).ok_or_else(|| {
+                usage(format!(
+                "{}: req_size_dist {} is neither in the working directory nor beside the config \
+                 file; fix the path or give --cdf",
+                conf.display(),
+                f.req_size_dist.display()
+            ))
+            })?
+        }
+        _ => {
+            return Err(usage(
+                "give --cdf FILE or a --config file with `req_size_dist`",
+            ))
+        }
+    };
+    let cdf = FlowSizeCdf::from_file(&cdf_path)
+        .map_err(|e| usage(format!("{}: {e}", cdf_path.display())))?;
+    let (load, link_rate) = match (a.bandwidth, a.load, &a.rate) {
+        (Some(mbps), None, None) if mbps > 0.0 && mbps.is_finite() => (
+            1.0,
+            Rate::from_bps((mbps * 1e6 * TG_GOODPUT_RATIO).round() as u64),
+        ),
+        (Some(mbps), None, None) => {
+            return Err(usage(format!(
+                "-b {mbps}: give the bandwidth in Mbit/s, above 0"
+            )))
+        }
+        (None, Some(load), Some(rate)) => (load, parse_rate(rate).map_err(usage)?),
+        _ => {
+            return Err(usage(
+                "give the offered load either as --load FRACTION --rate LINK (e.g. --load 0.5 \
+                 --rate 1gbit) or as TrafficGenerator's -b MBPS, not both",
+            ))
+        }
+    };
+    let arrivals = PoissonArrivals::for_load(cdf.mean(), load, link_rate).map_err(usage)?;
+    let flows = match (a.flows, a.time) {
+        (Some(n), _) => n,
+        (None, Some(secs)) if secs > 0.0 => {
+            (secs * 1e9 / arrivals.mean_gap_ns()).clamp(1.0, u32::MAX as f64) as u32
+        }
+        (None, Some(secs)) => return Err(usage(format!("-t {secs}: give seconds above 0"))),
+        (None, None) => 1000,
+    };
+    let dscp = match (&a.dscp, file.as_ref().and_then(|f| f.dscp.clone())) {
+        (Some(d), _) => d.parse::<DscpMix>().map_err(usage)?,
+        (None, Some(d)) => d,
+        (None, None) => DscpMix::single(0),
+    };
+    let flow_rate = match (&a.flow_rate, file.as_ref().and_then(|f| f.rates.clone())) {
+        (Some(r), _) => r.parse::<FlowRateMix>().map_err(usage)?,
+        (None, Some(r)) => r,
+        (None, None) => FlowRateMix::default(),
+    };
+    let timeout = match &a.timeout {
+        Some(t) => duration(t)?,
+        None => client::default_timeout(&cdf, load, link_rate, flows),
+    };
+    let cfg = client::ClientConfig {
+        servers,
+        cdf,
+        load,
+        link_rate,
+        flows,
+        conns_per_server: a.conns,
+        dscp,
+        flow_rate,
+        seed: a.seed,
+        timeout,
+        dilation,
+    };
+    Ok((cfg, cdf_path))
+}
+
+fn run_client(a: ClientArgs, dil: Dilation) -> Result<Outcome, TgError> {
+    let (cfg, cdf_path) = client_config(&a, dil)?;
+    // Open the output first: a typo should not cost a whole run.
+    let text = create(&a.out)?;
+    let rep = client::run(&cfg)?;
+    write_flows_text(text, &rep.flows).map_err(write_err(&a.out))?;
+    write_json(
+        &a.json,
+        &json!({
+            "command": "client",
+            "config": {
+                "config_file": a.config.as_ref().map(|p| p.display().to_string()),
+                "servers": cfg.servers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                "cdf": cdf_path.display().to_string(),
+                "cdf_mean_bytes": cfg.cdf.mean(),
+                "load": cfg.load,
+                "link_rate_bps": cfg.link_rate.bps(),
+                "flows": cfg.flows,
+                "conns_per_server": cfg.conns_per_server,
+                "dscp": cfg.dscp.classes(),
+                "flow_rates_bps": cfg.flow_rate.classes(),
+                "seed": cfg.seed,
+                "timeout_s": cfg.timeout.as_secs_f64(),
+                "dilation": cfg.dilation,
+            },
+            "text_columns": ["size_bytes", "fct_us", "dscp", "rate_mbps", "goodput_mbps"],
+            "report": rep,
+        }),
+    )?;
+    println!("client: {}", rep.one_line());
+    for f in rep.failures.iter().take(5) {
+        eprintln!(
+            "softswitch-tg client: flow {} from {}: {}",
+            f.id, f.server, f.reason
+        );
+    }
+    if rep.failures.is_empty() {
+        Ok(Outcome::Clean)
+    } else {
+        eprintln!(
+            "softswitch-tg client: {} flows did not complete — check that the servers are running and the switch forwards (see the JSON for all)",
+            rep.failures.len()
+        );
+        Ok(Outcome::SomeFailed)
     }
 }
 
@@ -487,14 +597,11 @@ mod tests {
              --load 0.5 --rate 1gbit --flows 1000 --conns 4 --dscp 0 --seed 1 \
              --out flows.txt --json flows.json",
         ) {
-            Cmd::Client {
-                servers,
-                flows,
-                conns,
-                ..
-            } => {
-                assert_eq!(server_addrs(&servers).unwrap().len(), 2);
-                assert_eq!((flows, conns), (1000, 4));
+            Cmd::Client(a) => {
+                let (cfg, _) = client_config(&a, Dilation::NONE).unwrap();
+                assert_eq!(cfg.servers.len(), 2);
+                assert_eq!((cfg.flows, cfg.conns_per_server), (1000, 4));
+                assert_eq!((cfg.load, cfg.link_rate), (0.5, Rate::gbit(1)));
             }
             _ => panic!("not client"),
         }
@@ -520,6 +627,38 @@ mod tests {
     }
 
     #[test]
+    fn dilation_is_global_and_checked() {
+        let cli = Cli::try_parse_from(
+            "softswitch-tg incast --servers 10.99.0.2:5001 --size 64kb --dilation 4".split(' '),
+        )
+        .unwrap();
+        assert_eq!(cli.dilation.parse::<Dilation>().unwrap().factor(), 4.0);
+        let cli = Cli::try_parse_from(
+            "softswitch-tg --dilation 2.5 long --server 10.99.0.2:5001".split(' '),
+        )
+        .unwrap();
+        assert_eq!(cli.dilation.parse::<Dilation>().unwrap().factor(), 2.5);
+        assert!("0.5".parse::<Dilation>().is_err());
+        // The client carries it; its schedule stays the emulated one.
+        let a = client_args(
+            "softswitch-tg client --servers 10.99.0.2:5001 --cdf cdf/websearch.txt \
+             --load 0.5 --rate 10gbit",
+        );
+        let a = ClientArgs {
+            cdf: Some(PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/cdf/websearch.txt"
+            ))),
+            ..a
+        };
+        let d4 = Dilation::new(4.0).unwrap();
+        let (cfg, _) = client_config(&a, d4).unwrap();
+        assert_eq!((cfg.dilation, cfg.link_rate), (d4, Rate::gbit(10)));
+        let (cfg1, _) = client_config(&a, Dilation::NONE).unwrap();
+        assert_eq!(client::plan(&cfg).unwrap(), client::plan(&cfg1).unwrap());
+    }
+
+    #[test]
     fn bad_arguments_say_what_to_do() {
         assert!(server_addr("10.99.0.2")
             .unwrap_err()
@@ -527,5 +666,116 @@ mod tests {
             .contains("ip:port"));
         assert!(check_dscp(64).unwrap_err().to_string().contains("0..=63"));
         assert!(duration("10").is_err());
+    }
+
+    fn client_args(args: &str) -> ClientArgs {
+        match parse(args) {
+            Cmd::Client(a) => a,
+            _ => panic!("not client"),
+        }
+    }
+
+    /// A TrafficGenerator client config (its `conf/client_config.txt`, with
+    /// a path to our web search CDF) in a fresh directory.
+    fn tg_config_file(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tg-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("client_config.txt");
+        std::fs::write(
+            &path,
+            format!(
+                "server 192.168.1.51 5001\nserver 192.168.1.52 5001\nserver 192.168.1.53 5001\n\
+                 req_size_dist {}/cdf/websearch.txt\nrate 0Mbps 10\nrate 500Mbps 30\n\
+                 rate 800Mbps 60\ndscp 0 25\ndscp 1 25\ndscp 2 25\ndscp 3 25\n",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn trafficgenerator_command_line_runs_unchanged() {
+        // TrafficGenerator's README: ./bin/client -b 900 -c conf/client_config.txt -n 5000 -l flows.txt -s 123
+        let conf = tg_config_file("tg");
+        let a = client_args(&format!(
+            "softswitch-tg client -b 900 -c {} -n 5000 -l flows.txt -s 123",
+            conf.display()
+        ));
+        let (cfg, cdf) = client_config(&a, Dilation::NONE).unwrap();
+        assert!(cdf.ends_with("cdf/websearch.txt"));
+        assert_eq!(cfg.servers.len(), 3);
+        assert_eq!((cfg.flows, cfg.seed), (5000, 123));
+        assert_eq!(a.out, PathBuf::from("flows.txt"));
+        assert_eq!(cfg.dscp.classes(), &[(0, 25), (1, 25), (2, 25), (3, 25)]);
+        assert_eq!(
+            cfg.flow_rate.classes(),
+            &[(0, 10), (500_000_000, 30), (800_000_000, 60)]
+        );
+        // TrafficGenerator's period: mean · 8 / b / TG_GOODPUT_RATIO µs.
+        let mean_gap_us = cfg.cdf.mean() * 8.0 / 900.0 / TG_GOODPUT_RATIO;
+        let ours = PoissonArrivals::for_load(cfg.cdf.mean(), cfg.load, cfg.link_rate)
+            .unwrap()
+            .mean_gap_ns()
+            / 1e3;
+        assert!(
+            (ours / mean_gap_us - 1.0).abs() < 1e-6,
+            "{ours} vs {mean_gap_us}"
+        );
+        // -t SECONDS instead of -n: the count is the time over the mean gap.
+        let a = client_args(&format!(
+            "softswitch-tg client -b 900 -c {} -t 10",
+            conf.display()
+        ));
+        let (cfg, _) = client_config(&a, Dilation::NONE).unwrap();
+        assert_eq!(cfg.flows, (10e6 / mean_gap_us) as u32);
+        std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn flags_override_the_config_file() {
+        let conf = tg_config_file("override");
+        let a = client_args(&format!(
+            "softswitch-tg client -c {} --servers 10.99.0.2:5001 --load 0.5 --rate 1gbit \
+             --dscp 8 --flow-rate 100mbit --cdf {}/cdf/datamining.txt",
+            conf.display(),
+            env!("CARGO_MANIFEST_DIR")
+        ));
+        let (cfg, cdf) = client_config(&a, Dilation::NONE).unwrap();
+        assert_eq!(cfg.servers, vec!["10.99.0.2:5001".parse().unwrap()]);
+        assert!(cdf.ends_with("cdf/datamining.txt"));
+        assert_eq!(cfg.dscp, DscpMix::single(8));
+        assert_eq!(cfg.flow_rate, FlowRateMix::single(100_000_000));
+        assert_eq!(cfg.flows, 1000);
+        std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn client_without_a_load_or_servers_says_what_to_give() {
+        let conf = tg_config_file("bad");
+        let e = |args: &str| match client_config(&client_args(args), Dilation::NONE) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{args} accepted"),
+        };
+        let c = conf.display();
+        assert!(e(&format!("softswitch-tg client -c {c}")).contains("-b MBPS"));
+        assert!(e(&format!(
+            "softswitch-tg client -c {c} -b 900 --load 0.5 --rate 1gbit"
+        ))
+        .contains("not both"));
+        assert!(e("softswitch-tg client -b 900").contains("--servers"));
+        assert!(e("softswitch-tg client -b 900 --servers 10.0.0.1:1").contains("--cdf"));
+        assert!(e(&format!("softswitch-tg client -c {c} -b 0")).contains("above 0"));
+        std::fs::write(&conf, "server 10.0.0.1 5001\nreq_size_dist nowhere.txt\n").unwrap();
+        assert!(e(&format!("softswitch-tg client -c {c} -b 9")).contains("nowhere.txt"));
+        std::fs::write(
+            &conf,
+            "server 10.0.0.1 5001\nreq_size_dist x\nload 800Mbps\n",
+        )
+        .unwrap();
+        let msg = e(&format!("softswitch-tg client -c {c} -b 9"));
+        assert!(msg.contains(":3:") && msg.contains("-b MBPS"), "{msg}");
+        assert!(Cli::try_parse_from(["softswitch-tg", "client", "-n", "5", "-t", "1"]).is_err());
+        std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
     }
 }

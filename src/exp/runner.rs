@@ -299,7 +299,7 @@ fn run_inner(
 ) -> Result<RunReport> {
     let combos = sc.combos_from(opts.first_repeat);
     fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
-    let started = cmd_output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]);
+    let started = crate::timebase::utc_now_rfc3339();
     let cfg = topo_config(sc, prefix)?;
     // The guard exists before `up` can leave anything half-built.
     let _topo_guard = TopoGuard {
@@ -317,7 +317,7 @@ fn run_inner(
     let loaded = report::load(std::slice::from_ref(&opts.out))?;
     let rep = report::write(&opts.out, &loaded, None)?;
     notes.extend(rep.notes);
-    manifest["finished"] = json!(cmd_output("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]));
+    manifest["finished"] = json!(crate::timebase::utc_now_rfc3339());
     manifest["elapsed_s"] = json!(t0.elapsed().as_secs_f64());
     write_json(&opts.out.join("manifest.json"), &manifest)?;
     Ok(RunReport {
@@ -371,7 +371,7 @@ fn manifest(
         "softswitch_version": env!("CARGO_PKG_VERSION"),
         "switch_binary": cmd_output(&opts.switch_bin.display().to_string(), &["--version"]),
         "tg_binary": cmd_output(&opts.tg_bin.display().to_string(), &["--version"]),
-        "git_commit": cmd_output("git", &["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"]),
+        "git_commit": crate::BUILD_COMMIT,
         "kernel": cmd_output("uname", &["-r"]),
         "host_cc": topo.cc,
         "prefix": prefix,

@@ -1,5 +1,7 @@
-//! Running the external tools (`ip`, `tc`, `ethtool`, `sysctl`): every call checks the exit status and turns a failure into a
-//! [`TopoError::Command`] carrying the command line, its stderr and a hint.
+//! Running the external tools (`ip`, `tc`, `ethtool`: what no library in the
+//! dependency set does): every call checks the exit status and turns a
+//! failure into a [`TopoError::Command`] carrying the command line, its
+//! stderr and a hint. Signals, mounts and sysctls go through nix.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,18 +26,6 @@ pub const TC: Tool = Tool {
 pub const ETHTOOL: Tool = Tool {
     name: "ethtool",
     package: "ethtool",
-};
-pub const SYSCTL: Tool = Tool {
-    name: "sysctl",
-    package: "procps",
-};
-pub const KILL: Tool = Tool {
-    name: "kill",
-    package: "procps",
-};
-pub const MOUNT: Tool = Tool {
-    name: "mount",
-    package: "mount",
 };
 
 /// Where `tool` is: the first executable of that name in `$PATH`, then in the

@@ -28,7 +28,9 @@
 
 mod cc;
 mod cmd;
+pub mod dilation;
 pub mod names;
+pub mod netns;
 mod state;
 
 use std::fmt;
@@ -41,10 +43,13 @@ pub use cc::{
     parse_cc_list, register_struct_ops_as, BPF_DCTCP, DCTCP_BPF_SOURCE, DCTCP_LINK_PIN,
     KERNEL_DCTCP,
 };
+pub use dilation::HostTimers;
 pub use names::Ipv4Net;
 pub use state::TopoRecord;
 
-use cmd::{ETHTOOL, IP, KILL, SYSCTL, TC};
+use crate::timebase::Dilation;
+use cmd::{ETHTOOL, IP, TC};
+use netns::Sysctl;
 
 /// Largest MTU accepted: XDP cannot attach to a veth whose peer's MTU is
 /// above about 3506 bytes (one page minus headroom and skb_shared_info).
@@ -156,6 +161,12 @@ pub struct TopoConfig {
     /// packet, so a sender is ACK-clocked segment by segment as a
     /// simulator's hosts are; `None` keeps the kernel's default.
     pub gso_segs: Option<u32>,
+    /// Time dilation D of the hosts' timers ([`HostTimers`], README "Time
+    /// dilation"): RTO_min (`rto_min` above is the emulated value), the
+    /// SYN's initial RTO, SACK compression and the other per-namespace
+    /// time constants last D times longer. [`Dilation::NONE`] (D = 1)
+    /// changes nothing.
+    pub dilation: Dilation,
 }
 
 impl Default for TopoConfig {
@@ -171,6 +182,7 @@ impl Default for TopoConfig {
             quickack: false,
             initcwnd: None,
             gso_segs: None,
+            dilation: Dilation::NONE,
         }
     }
 }
@@ -291,6 +303,8 @@ pub struct DownReport {
     pub killed_pids: Vec<u32>,
     /// Struct_ops unregistered because no topology uses it any more.
     pub unregistered: Option<String>,
+    /// The time-dilation sock_ops program was detached (no topology uses it).
+    pub dilation_detached: bool,
     /// New `net.ipv4.tcp_allowed_congestion_control`, if changed back.
     pub allowed_cc_restored: Option<String>,
 }
@@ -323,6 +337,9 @@ impl fmt::Display for DownReport {
         }
         if let Some(a) = &self.allowed_cc_restored {
             parts.push(format!("tcp_allowed_congestion_control back to `{a}`"));
+        }
+        if self.dilation_detached {
+            parts.push("detached the time-dilation sock_ops program".into());
         }
         write!(f, "removed {}", parts.join("; "))
     }
@@ -357,6 +374,11 @@ pub enum TopoError {
          ECN TCP instead, ask for it explicitly (e.g. cc = cubic)"
     )]
     DctcpUnavailable { reason: String },
+    #[error(
+        "time dilation of the hosts' timers is unavailable: {reason}\nTo run without it, leave \
+         out --dilation (D = 1)"
+    )]
+    DilationUnavailable { reason: String },
     #[error("congestion control `{name}` is not in this kernel (available: {available})")]
     CcUnavailable { name: String, available: String },
     #[error("`{command}` failed ({status}): {stderr}\n{hint}")]
@@ -421,12 +443,14 @@ enum Made {
     Record,
     Netns(String),
     Link(String),
+    /// A namespace's cookie in the time-dilation program's map.
+    DilatedNetns(u64),
 }
 
 fn up_inner(cfg: &TopoConfig, fault: Option<usize>) -> Result<Topology, TopoError> {
     cfg.validate()?;
     cmd::require_root()?;
-    cmd::require_tools(&[IP, TC, ETHTOOL, SYSCTL, KILL])?;
+    cmd::require_tools(&[IP, TC, ETHTOOL])?;
     let _lock = state::GlobalLock::acquire()?;
 
     let mut in_use = existing_objects(&cfg.prefix)?.names();
@@ -468,6 +492,8 @@ fn build(
         cc: String::new(),
         hosts: cfg.hosts,
         pid: std::process::id(),
+        dilation: Dilation::NONE,
+        netns_cookies: Vec::new(),
     };
     made.push(Made::Record);
     state::write_record(&record)?;
@@ -477,12 +503,21 @@ fn build(
     };
     let cc_name = state::acquire_cc(wanted)?;
     record.cc = cc_name.clone();
+    record.dilation = cfg.dilation;
     state::write_record(&record)?;
     ensure_bpffs()?;
+    if !cfg.dilation.is_none() {
+        state::acquire_dilation()?;
+    }
 
     let mut hosts = Vec::with_capacity(cfg.hosts);
     for index in 1..=cfg.hosts {
         hosts.push(build_host(cfg, &cc_name, index, made)?);
+        if let Some(Made::DilatedNetns(cookie)) = made.last() {
+            // Recorded at once, so a `down` after a crash still removes it.
+            record.netns_cookies.push(*cookie);
+            state::write_record(&record)?;
+        }
         if fault == Some(index) {
             return Err(TopoError::InjectedFault(index));
         }
@@ -495,23 +530,28 @@ fn build(
     })
 }
 
-fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<String> {
+/// The hosts' timers when `cfg` dilates time.
+fn host_timers(cfg: &TopoConfig) -> Option<HostTimers> {
+    (!cfg.dilation.is_none()).then(|| HostTimers::new(cfg.dilation, cfg.rto_min))
+}
+
+fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<Sysctl> {
     let mut s = vec![
-        format!("net.ipv4.tcp_ecn={}", u8::from(cfg.ecn)),
-        format!("net.ipv4.tcp_congestion_control={cc_name}"),
-        "net.ipv4.tcp_no_metrics_save=1".to_owned(),
+        Sysctl::new("net.ipv4.tcp_ecn", u8::from(cfg.ecn)),
+        Sysctl::new("net.ipv4.tcp_congestion_control", cc_name),
+        Sysctl::new("net.ipv4.tcp_no_metrics_save", 1),
     ];
+    if let Some(t) = host_timers(cfg) {
+        s.extend(t.sysctls());
+    }
     if Path::new("/proc/sys/net/ipv6").exists() {
         // Set before eth0 exists so it inherits them: link-local addresses
         // usable at once, no router solicitations into the switch.
-        s.extend(
-            [
-                "net.ipv6.conf.all.accept_dad=0",
-                "net.ipv6.conf.default.accept_dad=0",
-                "net.ipv6.conf.default.router_solicitations=0",
-            ]
-            .map(str::to_owned),
-        );
+        s.extend([
+            Sysctl::new("net.ipv6.conf.all.accept_dad", 0),
+            Sysctl::new("net.ipv6.conf.default.accept_dad", 0),
+            Sysctl::new("net.ipv6.conf.default.router_solicitations", 0),
+        ]);
     }
     s
 }
@@ -540,14 +580,18 @@ fn build_host(
     )?;
     made.push(Made::Netns(ns.clone()));
 
-    let mut sysctl = ip_cmd();
-    sysctl.args(["netns", "exec", &ns, "sysctl", "-q", "-w"]);
-    sysctl.args(ns_sysctls(cfg, cc_name));
-    cmd::run(
-        &mut sysctl,
+    netns::write_sysctls(
+        &ns,
+        &ns_sysctls(cfg, cc_name),
         "a namespace may select only congestion controls listed in the root namespace's \
          net.ipv4.tcp_allowed_congestion_control",
     )?;
+    if let Some(t) = host_timers(cfg) {
+        // Before any socket exists in it: every socket of the host is dilated.
+        let cookie = netns::netns_cookie(&ns)?;
+        dilation::add_netns(cookie, &t)?;
+        made.push(Made::DilatedNetns(cookie));
+    }
 
     cmd::run(
         ip_cmd().args([
@@ -627,7 +671,11 @@ fn build_host(
         .map(|s| s.to_string())
         .collect();
         if let Some(rto) = cfg.rto_min {
-            args.extend(["rto_min".to_string(), format!("{}ms", rto.as_millis())]);
+            let ms = match host_timers(cfg) {
+                Some(t) => t.route_rto_min_ms(),
+                None => rto.as_millis(),
+            };
+            args.extend(["rto_min".to_string(), format!("{ms}ms")]);
         }
         if cfg.quickack {
             args.extend(["quickack".to_string(), "1".to_string()]);
@@ -659,6 +707,7 @@ fn rollback(prefix: &str, made: Vec<Made>) -> Vec<String> {
             Made::Record => state::remove_record(prefix)
                 .and_then(|_| state::release_shared())
                 .map(|_| ()),
+            Made::DilatedNetns(cookie) => dilation::remove_netns(*cookie).map(|_| ()),
         };
         if let Err(e) = result {
             leftovers.push(format!("{m:?}: {e}"));
@@ -736,12 +785,13 @@ fn delete_netns(name: &str) -> Result<Option<Vec<u32>>, TopoError> {
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect();
-    if !pids.is_empty() {
-        // Processes keep the namespace (and its veth end) alive after the
-        // name is gone. A pid that exited meanwhile makes kill fail: ignore.
-        let mut kill = cmd::command(KILL);
-        kill.arg("-KILL").args(pids.iter().map(u32::to_string));
-        let _ = cmd::output(&mut kill)?;
+    // Processes keep the namespace (and its veth end) alive after the name
+    // is gone. A pid that exited meanwhile makes kill fail: ignore.
+    for &pid in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     cmd::run(cmd::command(IP).args(["netns", "del", name]), "")?;
     Ok(Some(pids))
@@ -755,12 +805,15 @@ fn delete_netns(name: &str) -> Result<Option<Vec<u32>>, TopoError> {
 pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
     names::validate_prefix(prefix).map_err(TopoError::InvalidConfig)?;
     cmd::require_root()?;
-    cmd::require_tools(&[IP, KILL])?;
+    cmd::require_tools(&[IP])?;
     let _lock = state::GlobalLock::acquire()?;
 
     let mut report = DownReport::default();
     let mut errors = Vec::new();
     let existing = existing_objects(prefix)?;
+    if let Err(e) = undilate(prefix, &existing.namespaces) {
+        errors.push(e.to_string());
+    }
     for link in &existing.links {
         match delete_link(link) {
             Ok(true) => report.links.push(link.clone()),
@@ -788,6 +841,7 @@ pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
         Ok(released) => {
             report.unregistered = released.unregistered;
             report.allowed_cc_restored = released.allowed_restored;
+            report.dilation_detached = released.dilation_detached;
         }
         Err(e) => errors.push(e.to_string()),
     }
@@ -800,6 +854,27 @@ pub fn down(prefix: &str) -> Result<DownReport, TopoError> {
             report: Box::new(report),
         })
     }
+}
+
+/// Takes the namespaces of topology `prefix` out of the time-dilation
+/// program's map: the cookies its state file recorded, and those of the
+/// namespaces still there (a crash may have come before the record).
+fn undilate(prefix: &str, namespaces: &[String]) -> Result<(), TopoError> {
+    if !dilation::is_registered() {
+        return Ok(());
+    }
+    let mut cookies = state::read_record(prefix)
+        .map(|r| r.netns_cookies)
+        .unwrap_or_default();
+    for ns in namespaces {
+        if let Ok(c) = netns::netns_cookie(ns) {
+            cookies.push(c);
+        }
+    }
+    for c in cookies {
+        dilation::remove_netns(c)?;
+    }
+    Ok(())
 }
 
 /// Mounts bpffs on /sys/fs/bpf if nothing is mounted there (the XDP side pins
@@ -816,11 +891,19 @@ fn ensure_bpffs() -> Result<(), TopoError> {
     {
         return Ok(());
     }
-    cmd::run(
-        cmd::command(cmd::MOUNT).args(["-t", "bpf", "bpf", "/sys/fs/bpf"]),
-        "mount it by hand: `mount -t bpf bpf /sys/fs/bpf`",
-    )?;
-    Ok(())
+    nix::mount::mount(
+        Some("bpf"),
+        "/sys/fs/bpf",
+        Some("bpf"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| TopoError::Io {
+        context: "cannot mount bpffs on /sys/fs/bpf (the kernel needs CONFIG_BPF_SYSCALL); \
+                  mount it by hand: `mount -t bpf bpf /sys/fs/bpf`"
+            .into(),
+        source: e.into(),
+    })
 }
 
 #[cfg(test)]
@@ -979,7 +1062,10 @@ mod tests {
 
     #[test]
     fn sysctls_follow_config() {
-        let s = ns_sysctls(&cfg(), "bpf_dctcp");
+        let text = |c: &TopoConfig, cc: &str| -> Vec<String> {
+            ns_sysctls(c, cc).iter().map(Sysctl::to_string).collect()
+        };
+        let s = text(&cfg(), "bpf_dctcp");
         assert!(s.contains(&"net.ipv4.tcp_ecn=1".to_owned()));
         assert!(s.contains(&"net.ipv4.tcp_congestion_control=bpf_dctcp".to_owned()));
         let c = TopoConfig {
@@ -987,7 +1073,7 @@ mod tests {
             cc: CongestionControl::Named("cubic".into()),
             ..cfg()
         };
-        assert!(ns_sysctls(&c, "cubic").contains(&"net.ipv4.tcp_ecn=0".to_owned()));
+        assert!(text(&c, "cubic").contains(&"net.ipv4.tcp_ecn=0".to_owned()));
     }
 
     #[test]

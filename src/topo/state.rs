@@ -1,7 +1,8 @@
 //! Machine-wide state shared by all topologies: a lock, one state file per
 //! live topology, and a record of what `up` changed outside its namespaces
 //! (a registered `bpf_dctcp`, names added to
-//! `net.ipv4.tcp_allowed_congestion_control`), so the last `down` can undo it
+//! `net.ipv4.tcp_allowed_congestion_control`, the time-dilation sock_ops
+//! program attached to the root cgroup), so the last `down` can undo it
 //! — also after a crash, since everything is found again from files under
 //! [`RUN_DIR`](super::cc::RUN_DIR).
 //!
@@ -16,7 +17,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cc::{self, RUN_DIR};
+use super::dilation;
 use super::TopoError;
+use crate::timebase::Dilation;
 
 /// Held while `up` or `down` runs.
 ///
@@ -70,6 +73,12 @@ fn registered_marker() -> PathBuf {
     topo_dir().join("registered-bpf_dctcp")
 }
 
+/// Marker: softswitch attached the time-dilation sock_ops program; holds
+/// the id of its map, which the kernel frees with the program.
+fn dilation_marker() -> PathBuf {
+    topo_dir().join("registered-dilation")
+}
+
 /// Names softswitch appended to `tcp_allowed_congestion_control`.
 fn allowed_added_path() -> PathBuf {
     topo_dir().join("allowed-added")
@@ -93,13 +102,23 @@ pub struct TopoRecord {
     pub hosts: usize,
     /// The process that ran `up`.
     pub pid: u32,
+    /// Time dilation of the hosts' timers.
+    pub dilation: Dilation,
+    /// Cookies of the namespaces in the time-dilation program's map.
+    pub netns_cookies: Vec<u64>,
 }
 
 impl TopoRecord {
     fn to_text(&self) -> String {
+        let cookies: Vec<String> = self.netns_cookies.iter().map(u64::to_string).collect();
         format!(
-            "prefix={}\ncc={}\nhosts={}\npid={}\n",
-            self.prefix, self.cc, self.hosts, self.pid
+            "prefix={}\ncc={}\nhosts={}\npid={}\ndilation={}\nnetns_cookies={}\n",
+            self.prefix,
+            self.cc,
+            self.hosts,
+            self.pid,
+            self.dilation,
+            cookies.join(",")
         )
     }
 
@@ -114,6 +133,17 @@ impl TopoRecord {
             cc: get("cc").unwrap_or_default(),
             hosts: get("hosts")?.parse().ok()?,
             pid: get("pid")?.parse().ok()?,
+            dilation: match get("dilation") {
+                Some(d) => d.parse().ok()?,
+                None => Dilation::NONE,
+            },
+            netns_cookies: get("netns_cookies")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .ok()?,
         })
     }
 }
@@ -124,6 +154,11 @@ pub fn write_record(record: &TopoRecord) -> Result<(), TopoError> {
         .map_err(io(format!("cannot create {}", topo_dir().display())))?;
     let path = state_path(&record.prefix);
     fs::write(&path, record.to_text()).map_err(io(format!("cannot write {}", path.display())))
+}
+
+/// The state file of `prefix`, if there is a readable one.
+pub fn read_record(prefix: &str) -> Option<TopoRecord> {
+    TopoRecord::from_text(&fs::read_to_string(state_path(prefix)).ok()?)
 }
 
 /// Removes the state file of `prefix`; returns whether there was one.
@@ -221,6 +256,23 @@ fn dctcp_candidates(available: Vec<String>) -> Result<Vec<String>, TopoError> {
     Ok(available)
 }
 
+/// Makes sure the time-dilation sock_ops program is attached (by this or
+/// an earlier `up`), recording it for [`release_shared`] before attaching.
+/// Call with the [`GlobalLock`] held.
+pub fn acquire_dilation() -> Result<(), TopoError> {
+    if dilation_marker().exists() && dilation::is_registered() {
+        return Ok(());
+    }
+    fs::create_dir_all(topo_dir())
+        .map_err(io(format!("cannot create {}", topo_dir().display())))?;
+    // Record first: a crash between attaching and recording is still undone.
+    fs::write(dilation_marker(), "")
+        .map_err(io(format!("cannot write {}", dilation_marker().display())))?;
+    let map_id = dilation::register()?;
+    fs::write(dilation_marker(), format!("{map_id}\n"))
+        .map_err(io(format!("cannot write {}", dilation_marker().display())))
+}
+
 fn read_allowed_added() -> Vec<String> {
     fs::read_to_string(allowed_added_path())
         .map(|s| cc::parse_cc_list(&s))
@@ -234,6 +286,8 @@ pub struct Released {
     pub allowed_restored: Option<String>,
     /// The struct_ops unregistered, if any.
     pub unregistered: Option<String>,
+    /// Whether the time-dilation sock_ops program was detached.
+    pub dilation_detached: bool,
 }
 
 /// If no topology is left, undoes the machine-wide changes `up` recorded.
@@ -271,6 +325,12 @@ pub fn release_shared() -> Result<Released, TopoError> {
             registered_marker().display()
         )))?;
     }
+    if let Ok(text) = fs::read_to_string(dilation_marker()) {
+        // Empty: the attach was under way; remove whatever pins it made.
+        released.dilation_detached = dilation::unregister(text.trim().parse().ok())?;
+        fs::remove_file(dilation_marker())
+            .map_err(io(format!("cannot remove {}", dilation_marker().display())))?;
+    }
     Ok(released)
 }
 
@@ -285,6 +345,8 @@ mod tests {
             cc: "bpf_dctcp".into(),
             hosts: 4,
             pid: 1234,
+            dilation: Dilation::new(4.0).unwrap(),
+            netns_cookies: vec![4096, 8193],
         };
         assert_eq!(TopoRecord::from_text(&r.to_text()), Some(r));
         let pending = TopoRecord {
@@ -292,8 +354,17 @@ mod tests {
             cc: String::new(),
             hosts: 1,
             pid: 1,
+            dilation: Dilation::NONE,
+            netns_cookies: vec![],
         };
         assert_eq!(TopoRecord::from_text(&pending.to_text()), Some(pending));
         assert_eq!(TopoRecord::from_text("cc=x\n"), None);
+        // A state file of an earlier softswitch (no dilation lines) still reads.
+        let old = TopoRecord::from_text("prefix=ss\ncc=cubic\nhosts=2\npid=7\n").unwrap();
+        assert_eq!((old.dilation, old.netns_cookies), (Dilation::NONE, vec![]));
+        assert_eq!(
+            TopoRecord::from_text("prefix=ss\nhosts=2\npid=7\nnetns_cookies=1,x\n"),
+            None
+        );
     }
 }

@@ -8,6 +8,12 @@
 //! idle one, or on a new one when all are busy. Arrival times are absolute
 //! (`t0 + Σ gaps`), so a late start does not push back later flows; how
 //! late each request went out is recorded (`lateness`).
+//!
+//! Time dilation (D): the schedule is drawn in emulated time (the load of
+//! the emulated link rate), so it is the same for every D; the client
+//! sleeps D times each gap, asks servers for the flow rates / D, and
+//! reports FCTs, start times, lateness and the run's length in emulated
+//! time (real / D).
 
 use crossbeam_channel::RecvTimeoutError;
 use std::net::SocketAddr;
@@ -22,11 +28,13 @@ use super::conn::{Conn, IdleList, Outcome};
 use super::dscp::DscpMix;
 use super::poisson::PoissonArrivals;
 use super::proto::Request;
+use super::rates::FlowRateMix;
 use super::record::FlowRecord;
 use super::sock;
 use super::summary::FctSummary;
 use super::TgError;
 use crate::rng::SimRng;
+use crate::timebase::Dilation;
 use crate::units::Rate;
 
 /// What to run.
@@ -46,12 +54,17 @@ pub struct ClientConfig {
     pub conns_per_server: usize,
     /// DSCP per flow (one value, or drawn by weight per flow).
     pub dscp: DscpMix,
-    /// Requested per-flow sending rate, bit/s (0 = unpaced).
-    pub flow_rate_bps: u64,
+    /// Per-flow sending rate asked of the server, bit/s (0 = unpaced), one
+    /// or drawn by weight per flow.
+    pub flow_rate: FlowRateMix,
     /// Seed of the schedule.
     pub seed: u64,
     /// Safety bound on the whole run.
     pub timeout: Duration,
+    /// Time dilation: the load's link rate, the flow rates and the timeout
+    /// are emulated, so the schedule is the emulated one, slept D times
+    /// longer; every reported time is emulated (real / D).
+    pub dilation: Dilation,
 }
 
 /// One flow of the schedule.
@@ -67,11 +80,13 @@ pub struct PlannedFlow {
     pub gap_ns: u64,
     /// DSCP of the request and the response.
     pub dscp: u8,
+    /// Sending rate asked of the server, bit/s (0 = unpaced).
+    pub rate_bps: u64,
 }
 
-/// Draws the whole schedule: per flow a size, a server, a gap and (only
-/// with several DSCP classes) a DSCP, in that order from one seeded
-/// generator.
+/// Draws the whole schedule: per flow a size, a server, a gap, (only with
+/// several DSCP classes) a DSCP and (only with several rates) a sending
+/// rate, in that order from one seeded generator.
 pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
     if cfg.servers.is_empty() {
         return Err(TgError::Usage(
@@ -88,12 +103,14 @@ pub fn plan(cfg: &ClientConfig) -> Result<Vec<PlannedFlow>, TgError> {
             let server = (rng.next_u64() % n) as usize;
             let gap_ns = arrivals.next_gap(&mut rng);
             let dscp = cfg.dscp.sample(&mut rng);
+            let rate_bps = cfg.flow_rate.sample(&mut rng);
             PlannedFlow {
                 id,
                 server,
                 size,
                 gap_ns,
                 dscp,
+                rate_bps,
             }
         })
         .collect())
@@ -198,8 +215,9 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     }
     let mut connections: usize = pools.iter().map(|p| p.conns.len()).sum();
 
+    let dil = cfg.dilation;
     let t0 = Instant::now();
-    let deadline = t0 + cfg.timeout;
+    let deadline = t0 + dil.to_real(cfg.timeout);
     let mut failures: Vec<FlowFailure> = Vec::new();
     let mut started = 0usize;
     let mut arrivals = 0usize;
@@ -208,7 +226,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     let mut due = t0;
     let mut timed_out = false;
     for f in &plan {
-        due += Duration::from_nanos(f.gap_ns);
+        due += dil.to_real(Duration::from_nanos(f.gap_ns));
         if due >= deadline {
             timed_out = true;
             break;
@@ -217,7 +235,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         if due > now {
             thread::sleep(due - now);
         }
-        let late_us = Instant::now().saturating_duration_since(due).as_micros() as u64;
+        let late_us = dil.emulated_us(Instant::now().saturating_duration_since(due));
         arrivals += 1;
         lateness_sum_us += late_us as u128;
         max_lateness_us = max_lateness_us.max(late_us);
@@ -261,7 +279,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
             id: f.id,
             size: f.size,
             dscp: f.dscp,
-            rate_bps: cfg.flow_rate_bps,
+            rate_bps: dil.wire_bps(f.rate_bps),
         });
         if handed_over {
             started += 1;
@@ -299,10 +317,10 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
                     req.id,
                     server,
                     req.size,
-                    end.duration_since(start).as_micros() as u64,
+                    dil.emulated_us(end.duration_since(start)),
                     req.dscp,
-                    req.rate_bps,
-                    start.duration_since(t0).as_micros() as u64,
+                    plan[req.id as usize - 1].rate_bps,
+                    dil.emulated_us(start.duration_since(t0)),
                 ));
             }
             Ok(Outcome::Failed { server, id, reason }) => {
@@ -343,7 +361,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     }
     flows.sort_by_key(|r| r.id);
     failures.sort_by_key(|f| f.id);
-    let wall_us = last_end.duration_since(t0).as_micros() as u64;
+    let wall_us = dil.emulated_us(last_end.duration_since(t0));
     let summary = FctSummary::from_records(&flows, wall_us);
     Ok(ClientReport {
         flows,
@@ -378,9 +396,10 @@ mod tests {
             flows: 10_000,
             conns_per_server: 1,
             dscp: DscpMix::single(0),
-            flow_rate_bps: 0,
+            flow_rate: FlowRateMix::default(),
             seed: 9,
             timeout: Duration::from_secs(1),
+            dilation: Dilation::NONE,
         }
     }
 

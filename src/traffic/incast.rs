@@ -11,7 +11,9 @@
 //! query's completion time (QCT) runs from the first request written to the
 //! last byte of the last response; each flow's FCT from its own request.
 //! Query k+1 starts `interval` after query k started, or as soon as query k
-//! completes if that is later (queries never overlap).
+//! completes if that is later (queries never overlap). With a [`Dilation`]
+//! D the interval, the timeout and the flow rate are emulated (D × longer,
+//! / D on the wire) and every reported time is emulated (real / D).
 
 use crossbeam_channel::RecvTimeoutError;
 use std::net::SocketAddr;
@@ -27,6 +29,7 @@ use super::record::{goodput_mbps, FlowRecord, QueryRecord};
 use super::sock;
 use super::summary::{fct_stats, FctStats, FctSummary};
 use super::TgError;
+use crate::timebase::Dilation;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -47,6 +50,9 @@ pub struct IncastConfig {
     pub timeout: Duration,
     /// A new connection per server for every query (see the module doc).
     pub fresh: bool,
+    /// Time dilation: `interval`, `timeout` and `flow_rate_bps` are
+    /// emulated, and so are the reported QCTs, FCTs and start times.
+    pub dilation: Dilation,
 }
 
 /// The result of an incast run.
@@ -123,8 +129,9 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
     open_all(&mut conns)?;
     let mut connections = fanout;
 
+    let dil = cfg.dilation;
     let t0 = Instant::now();
-    let deadline = t0 + cfg.timeout;
+    let deadline = t0 + dil.to_real(cfg.timeout);
     let mut queries = Vec::with_capacity(cfg.queries as usize);
     let mut flows = Vec::with_capacity(cfg.queries as usize * fanout);
     let mut error = None;
@@ -148,7 +155,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
                 id,
                 size: cfg.size,
                 dscp: cfg.dscp,
-                rate_bps: cfg.flow_rate_bps,
+                rate_bps: dil.wire_bps(cfg.flow_rate_bps),
             });
             if !handed_over {
                 error = Some(
@@ -179,10 +186,10 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
                         req.id,
                         server,
                         req.size,
-                        end.duration_since(start).as_micros() as u64,
+                        dil.emulated_us(end.duration_since(start)),
                         req.dscp,
-                        req.rate_bps,
-                        start.duration_since(t0).as_micros() as u64,
+                        cfg.flow_rate_bps,
+                        dil.emulated_us(start.duration_since(t0)),
                     ));
                 }
                 Ok(Outcome::Failed { server, id, reason }) => {
@@ -210,7 +217,7 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
                 }
             }
         }
-        let qct_us = q_end.duration_since(q_start).as_micros() as u64;
+        let qct_us = dil.emulated_us(q_end.duration_since(q_start));
         let total = cfg.size * fanout as u64;
         queries.push(QueryRecord {
             query: q,
@@ -220,11 +227,11 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
             rate_mbps: cfg.flow_rate_bps as f64 / 1e6,
             goodput_mbps: goodput_mbps(total, qct_us),
             fanout,
-            start_us: q_start.duration_since(t0).as_micros() as u64,
+            start_us: dil.emulated_us(q_start.duration_since(t0)),
         });
         q_flows.sort_by_key(|r| r.id);
         flows.extend(q_flows);
-        next_start = (q_start + cfg.interval).max(Instant::now());
+        next_start = (q_start + dil.to_real(cfg.interval)).max(Instant::now());
     }
     for c in &mut conns {
         c.close();

@@ -4,6 +4,11 @@
 //! `size` bytes are in, recording the flow completion time), and samples
 //! goodput every `sample` (100 ms by default).
 //!
+//! With a [`Dilation`] D every time here is emulated: the flow waits
+//! D × `delay`, runs D × `duration`, samples every D × `sample` and asks
+//! for `rate` / D on the wire; `t_ms`, FCT and goodput are reported in
+//! emulated time (real / D, bytes × D per real second).
+//!
 //! Sample k covers `((k−1)·sample, k·sample]` after the *process* started
 //! (before the delay), so flows started together with different delays share
 //! one time base: `t_ms` is the end of the interval, `bytes` the payload
@@ -20,6 +25,7 @@ use serde::Serialize;
 use super::proto::{Request, HEADER_LEN, STREAM};
 use super::sock;
 use super::TgError;
+use crate::timebase::Dilation;
 
 /// Longest a read blocks, so samples are taken on time.
 const READ_WAKE: Duration = Duration::from_millis(10);
@@ -41,6 +47,9 @@ pub struct LongConfig {
     pub rate_bps: u64,
     /// Sampling period.
     pub sample: Duration,
+    /// Time dilation: the times and the rate above are emulated; reported
+    /// times and rates are emulated too.
+    pub dilation: Dilation,
 }
 
 /// One goodput sample.
@@ -122,8 +131,11 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         return Err(TgError::Usage("the sampling period must be above 0".into()));
     }
     let addr = cfg.server;
+    let dil = cfg.dilation;
+    // Real (wall-clock) lengths of the emulated times asked for.
+    let (sample, duration) = (dil.to_real(cfg.sample), dil.to_real(cfg.duration));
     let origin = Instant::now();
-    std::thread::sleep(cfg.delay);
+    std::thread::sleep(dil.to_real(cfg.delay));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
         .map_err(|source| TgError::Connect { addr, source })?;
     let io_err = |context: &str| {
@@ -139,10 +151,10 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         id: 1,
         size: cfg.size.unwrap_or(STREAM),
         dscp: cfg.dscp,
-        rate_bps: cfg.rate_bps,
+        rate_bps: dil.wire_bps(cfg.rate_bps),
     };
     let t0 = Instant::now();
-    let end = origin + cfg.duration;
+    let end = origin + duration;
     let mut fct_us = None;
     let mut error = None;
     let mut samples = Vec::new();
@@ -186,9 +198,9 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         total += payload;
         let done = cfg.size.is_some_and(|z| total >= z);
         if done {
-            fct_us = Some(now.duration_since(t0).as_micros() as u64);
+            fct_us = Some(dil.emulated_us(now.duration_since(t0)));
         }
-        while now >= origin + cfg.sample * k && origin + cfg.sample * k <= end {
+        while now >= origin + sample * k && origin + sample * k <= end {
             samples.push(GoodputSample {
                 t_ms: (cfg.sample * k).as_millis() as u64,
                 bytes: in_interval,
@@ -205,7 +217,7 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
             break;
         }
     }
-    let duration_us = t0.elapsed().as_micros() as u64;
+    let duration_us = dil.emulated_us(t0.elapsed());
     let _ = stream.shutdown(Shutdown::Both);
     Ok(LongReport {
         samples,
@@ -218,7 +230,7 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         },
         dscp: cfg.dscp,
         rate_mbps: cfg.rate_bps as f64 / 1e6,
-        start_ms: t0.duration_since(origin).as_millis() as u64,
+        start_ms: dil.emulated_us(t0.duration_since(origin)) / 1_000,
         size: cfg.size,
         fct_us,
         error,

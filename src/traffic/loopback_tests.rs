@@ -17,6 +17,7 @@ use super::long::{self, LongConfig};
 use super::proto::{Request, HEADER_LEN};
 use super::record::write_flows_text;
 use super::server::{Server, ServerStats};
+use crate::timebase::Dilation;
 use crate::units::Rate;
 
 /// A running in-process server; stops its accept loop when dropped.
@@ -69,9 +70,10 @@ fn workload_200_websearch_flows_complete_once_each() {
         flows: 200,
         conns_per_server: 2,
         dscp: "10,12".parse().unwrap(),
-        flow_rate_bps: 0,
+        flow_rate: Default::default(),
         seed: 1,
         timeout: Duration::from_secs(20),
+        dilation: Dilation::NONE,
     };
     let plan = client::plan(&cfg).unwrap();
     let rep = client::run(&cfg).unwrap();
@@ -126,6 +128,7 @@ fn incast_4_servers_records_every_query_and_flow() {
         flow_rate_bps: 0,
         timeout: Duration::from_secs(10),
         fresh: false,
+        dilation: Dilation::NONE,
     };
     let rep = incast::run(&cfg).unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
@@ -171,6 +174,7 @@ fn incast_fresh_opens_a_new_connection_per_server_and_query() {
         flow_rate_bps: 0,
         timeout: Duration::from_secs(10),
         fresh: true,
+        dilation: Dilation::NONE,
     };
     let rep = incast::run(&cfg).unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
@@ -199,6 +203,7 @@ fn paced_long_flow_holds_its_rate() {
         sample: Duration::from_millis(100),
         delay: Duration::ZERO,
         size: None,
+        dilation: Dilation::NONE,
     })
     .unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
@@ -236,6 +241,7 @@ fn server_with_tcp_pacing_serves_every_byte() {
         sample: Duration::from_millis(100),
         delay: Duration::ZERO,
         size: Some(4_000_000),
+        dilation: Dilation::NONE,
     })
     .unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
@@ -257,6 +263,7 @@ fn delayed_sized_long_flow_starts_late_and_records_its_fct() {
         sample: Duration::from_millis(100),
         delay: Duration::from_millis(300),
         size: Some(2_500_000),
+        dilation: Dilation::NONE,
     })
     .unwrap();
     assert!(rep.error.is_none(), "{:?}", rep.error);
@@ -298,9 +305,10 @@ fn server_that_hangs_up_is_reported_per_flow_not_a_panic() {
         flows: 3,
         conns_per_server: 1,
         dscp: super::dscp::DscpMix::single(0),
-        flow_rate_bps: 0,
+        flow_rate: Default::default(),
         seed: 1,
         timeout: Duration::from_secs(5),
+        dilation: Dilation::NONE,
     };
     let rep = client::run(&cfg).unwrap();
     assert!(rep.flows.is_empty());
@@ -340,4 +348,144 @@ fn server_rejects_a_foreign_request_and_keeps_serving() {
         thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(server.stats.errors.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn trafficgenerator_config_file_drives_a_run() {
+    let servers = [TestServer::start(), TestServer::start()];
+    let text = format!(
+        "server {} {}\nserver {} {}\nreq_size_dist {}/cdf/websearch.txt\n\
+         rate 0Mbps 50\nrate 200Mbps 50\ndscp 10 1\ndscp 12 1\n",
+        servers[0].addr.ip(),
+        servers[0].addr.port(),
+        servers[1].addr.ip(),
+        servers[1].addr.port(),
+        env!("CARGO_MANIFEST_DIR"),
+    );
+    let file = super::tgconf::parse(&text, "client_config.txt").unwrap();
+    // Small flows (≤ 20 KB) so 40 of them take well under a second.
+    let cfg = ClientConfig {
+        servers: file.servers.clone(),
+        cdf: FlowSizeCdf::from_points(&[(1000.0, 0.0), (20_000.0, 1.0)]).unwrap(),
+        load: 0.2,
+        link_rate: Rate::gbit(1),
+        flows: 40,
+        conns_per_server: 1,
+        dscp: file.dscp.clone().unwrap(),
+        flow_rate: file.rates.clone().unwrap(),
+        seed: 5,
+        timeout: Duration::from_secs(10),
+        dilation: Dilation::NONE,
+    };
+    let plan = client::plan(&cfg).unwrap();
+    let rep = client::run(&cfg).unwrap();
+    assert!(rep.failures.is_empty(), "{:?}", rep.failures);
+    assert_eq!(rep.flows.len(), 40);
+    for (r, p) in rep.flows.iter().zip(&plan) {
+        assert_eq!((r.id, r.dscp), (p.id, p.dscp));
+        assert_eq!(r.rate_mbps, p.rate_bps as f64 / 1e6, "flow {}", r.id);
+        assert!(r.rate_mbps == 0.0 || r.rate_mbps == 200.0);
+    }
+    // Both rates and both DSCPs drawn, each flow to one of the file's servers.
+    for rate in [0.0, 200.0] {
+        assert!(rep.flows.iter().any(|r| r.rate_mbps == rate), "{rate}");
+    }
+    for d in [10, 12] {
+        assert!(rep.flows.iter().any(|r| r.dscp == d), "{d}");
+    }
+    // The servers count a flow just after its last byte is written.
+    let answered = || -> u64 {
+        servers
+            .iter()
+            .map(|s| s.stats.flows.load(Ordering::Relaxed))
+            .sum()
+    };
+    let t = std::time::Instant::now();
+    while answered() < 40 && t.elapsed() < Duration::from_secs(2) {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(answered(), 40);
+}
+
+/// One paced, sized long flow at dilation `d`: (report, real time taken).
+fn paced_flow(d: f64) -> (long::LongReport, Duration) {
+    let server = TestServer::start();
+    let t = std::time::Instant::now();
+    let rep = long::run(&LongConfig {
+        server: server.addr,
+        duration: Duration::from_millis(1000),
+        dscp: 0,
+        rate_bps: 40_000_000,
+        sample: Duration::from_millis(50),
+        delay: Duration::ZERO,
+        size: Some(1_000_000),
+        dilation: Dilation::new(d).unwrap(),
+    })
+    .unwrap();
+    (rep, t.elapsed())
+}
+
+#[test]
+fn dilated_paced_transfer_reports_the_same_emulated_fct() {
+    // 1 MB paced at an emulated 40 Mbit/s: 200 ms emulated. At D = 4 the
+    // server paces at 10 Mbit/s, the transfer takes 800 ms of real time,
+    // and the reported FCT, samples and goodput are the emulated ones.
+    let (r1, real1) = paced_flow(1.0);
+    let (r4, real4) = paced_flow(4.0);
+    for r in [&r1, &r4] {
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.total_bytes, 1_000_000);
+        assert_eq!(r.rate_mbps, 40.0, "the rate asked, emulated");
+    }
+    let (f1, f4) = (r1.fct_us.unwrap(), r4.fct_us.unwrap());
+    eprintln!("FCT D=1 {f1} us ({real1:?} real), D=4 {f4} us ({real4:?} real)");
+    for f in [f1, f4] {
+        assert!((190_000..=280_000).contains(&f), "emulated FCT {f} us");
+    }
+    assert!(
+        (0.85..=1.15).contains(&(f4 as f64 / f1 as f64)),
+        "D=4 reports {f4} us against {f1} us at D=1"
+    );
+    // Real time: D times as long.
+    assert!(real4 >= Duration::from_millis(760), "{real4:?}");
+    assert!(
+        real4.as_secs_f64() / real1.as_secs_f64() > 3.0,
+        "{real1:?} {real4:?}"
+    );
+    // Samples every 50 ms of emulated time, at ≈ the emulated rate.
+    assert_eq!(r4.samples[0].t_ms, 50);
+    assert_eq!(r4.samples[2].t_ms, 150);
+    let mid = &r4.samples[1];
+    assert!(
+        (25.0..=45.0).contains(&mid.goodput_mbps),
+        "emulated goodput {} Mbit/s",
+        mid.goodput_mbps
+    );
+}
+
+#[test]
+fn dilated_incast_spaces_queries_in_emulated_time() {
+    let servers: Vec<TestServer> = (0..2).map(|_| TestServer::start()).collect();
+    let cfg = IncastConfig {
+        servers: servers.iter().map(|s| s.addr).collect(),
+        size: 8 * 1024,
+        queries: 5,
+        interval: Duration::from_millis(20),
+        dscp: 0,
+        flow_rate_bps: 0,
+        timeout: Duration::from_secs(10),
+        fresh: false,
+        dilation: Dilation::new(4.0).unwrap(),
+    };
+    let t = std::time::Instant::now();
+    let rep = incast::run(&cfg).unwrap();
+    let real = t.elapsed();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.queries.len(), 5);
+    // 20 ms emulated apart = 80 ms real; reported 20 ms apart.
+    assert!(real >= Duration::from_millis(4 * 80), "{real:?}");
+    for w in rep.queries.windows(2) {
+        let gap = w[1].start_us - w[0].start_us;
+        assert!((19_900..30_000).contains(&gap), "start-to-start {gap} us");
+    }
 }

@@ -14,6 +14,8 @@
 //! * [`poisson`] — exponential gaps for a target load.
 //! * [`proto`] — the 24-byte request and its echo.
 //! * [`dscp`] — per-flow DSCP drawn by weight (TrafficGenerator's `dscp` lines).
+//! * [`rates`] — per-flow sending rate drawn by weight (its `rate` lines).
+//! * [`tgconf`] — TrafficGenerator's client config file (`client --config`).
 //! * [`server`], [`client`], [`incast`], [`long`] — the four roles.
 //! * [`record`], [`summary`] — per-flow records, TrafficGenerator's output
 //!   columns, FCT mean / p99 by size class.
@@ -53,12 +55,14 @@ pub mod incast;
 pub mod long;
 pub mod poisson;
 pub mod proto;
+pub mod rates;
 pub mod record;
 pub mod server;
 // The traffic generator's few socket options and poll(2) calls that std does
 // not offer (through nix's safe wrappers).
 pub mod sock;
 pub mod summary;
+pub mod tgconf;
 
 #[cfg(test)]
 mod loopback_tests;

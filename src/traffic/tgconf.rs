@@ -1,0 +1,398 @@
+//! HKUST-SING/TrafficGenerator's client configuration file, so that an
+//! experiment written for its `client` runs unchanged with
+//! `softswitch-tg client --config FILE` (`-c FILE`).
+//!
+//! # Format (TrafficGenerator README, "Client Configuration File")
+//!
+//! One key and its values per line, fields separated by white space:
+//!
+//! ```text
+//! server 192.168.1.51 5001        # a server: IP address and TCP port (repeatable, ≥ 1)
+//! req_size_dist conf/DCTCP_CDF.txt  # the flow-size CDF file (exactly one)
+//! rate 0Mbps 10                   # per-flow sending rate and weight (repeatable;
+//! rate 500Mbps 30                 #   0Mbps = not rate-limited; default: none limited)
+//! dscp 0 25                       # DSCP value (< 64) and weight (repeatable; default 0)
+//! fanout 1 50                     # fanout and weight: incast-client only (see below)
+//! ```
+//!
+//! As TrafficGenerator reads it (`read_config` in `src/client/client.c`):
+//! `Mbps` is megabits per second (note: softswitch's own `--rate` units
+//! read `mbps` as megabytes, so a `rate` line is read here, not by those
+//! units); weights are whole numbers; a `server` line may carry more fields
+//! after the port (the repository's own `websearch_inter_rack_config.txt`
+//! adds a rack number), which TrafficGenerator ignores and so do we. The
+//! request size file is opened relative to the working directory, as
+//! TrafficGenerator does; if it is not there, relative to the config
+//! file's directory.
+//!
+//! Differences, all toward saying what is wrong instead of guessing:
+//! TrafficGenerator silently skips keys it does not know and repeats the
+//! previous key on a blank line; here blank lines and `#` comments are
+//! skipped and an unknown key is an error naming the line. `fanout` lines
+//! belong to TrafficGenerator's `incast-client`; its `client` ignores them
+//! (every request one flow), and so does `softswitch-tg client`, saying so.
+//! The offered load (`-b`) and the number of requests (`-n`) are not config
+//! keys in TrafficGenerator but command-line options, which
+//! `softswitch-tg client` takes under the same letters.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use super::dscp::DscpMix;
+use super::rates::FlowRateMix;
+
+/// What a TrafficGenerator client config file says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TgClientFile {
+    /// The servers, in file order.
+    pub servers: Vec<SocketAddr>,
+    /// The request size CDF file, as written.
+    pub req_size_dist: PathBuf,
+    /// The `dscp` lines (None: no line, every flow DSCP 0).
+    pub dscp: Option<DscpMix>,
+    /// The `rate` lines (None: no line, no flow rate-limited).
+    pub rates: Option<FlowRateMix>,
+    /// The `fanout` lines: (fanout, weight); `client` does not use them.
+    pub fanout: Vec<(u32, u64)>,
+}
+
+/// A line of the file that cannot be read; says which and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}: `{text}`: {reason}")]
+pub struct TgConfError {
+    /// The file (as given).
+    pub file: String,
+    /// 1-based line number (0: the file as a whole).
+    pub line: usize,
+    /// The line's text.
+    pub text: String,
+    /// What is wrong and what to write instead.
+    pub reason: String,
+}
+
+/// The TrafficGenerator keys `softswitch-tg client` reads.
+const KEYS: &str = "server, req_size_dist, rate, dscp, fanout";
+
+/// Parses the text of a client config file; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<TgClientFile, TgConfError> {
+    let mut servers = Vec::new();
+    let mut dists: Vec<(usize, PathBuf)> = Vec::new();
+    let mut dscp = Vec::new();
+    let mut rates = Vec::new();
+    let mut fanout = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let body = raw.split('#').next().unwrap_or("").trim();
+        if body.is_empty() {
+            continue;
+        }
+        let err = |reason: String| TgConfError {
+            file: file.to_owned(),
+            line: idx + 1,
+            text: body.to_owned(),
+            reason,
+        };
+        let fields: Vec<&str> = body.split_whitespace().collect();
+        match fields[0] {
+            "server" => servers.push(server(&fields).map_err(err)?),
+            "req_size_dist" => match fields[1..] {
+                [path] => dists.push((idx + 1, PathBuf::from(path))),
+                _ => return Err(err("write `req_size_dist FILE` (one CDF file path)".into())),
+            },
+            "dscp" => {
+                let (v, w) = value_weight(&fields, "dscp 0 25").map_err(err)?;
+                if v >= 64 {
+                    return Err(err(format!(
+                        "DSCP {v} is out of range: it is 6 bits (0..=63)"
+                    )));
+                }
+                dscp.push((v as u8, w));
+            }
+            "rate" => rates.push(rate(&fields).map_err(err)?),
+            "fanout" => {
+                let (v, w) = value_weight(&fields, "fanout 8 20").map_err(err)?;
+                if v == 0 {
+                    return Err(err("a fanout is at least 1".into()));
+                }
+                fanout.push((v, w));
+            }
+            "load" | "num_reqs" => {
+                return Err(err(format!(
+                    "`{}` is not a TrafficGenerator config key: TrafficGenerator takes {} on the \
+                     command line, and so does softswitch-tg client ({})",
+                    fields[0],
+                    if fields[0] == "load" {
+                        "the load as `-b MBPS`"
+                    } else {
+                        "the number of requests as `-n N`"
+                    },
+                    if fields[0] == "load" {
+                        "-b MBPS, or --load FRACTION --rate LINK"
+                    } else {
+                        "-n N, or --flows N"
+                    }
+                )))
+            }
+            other => {
+                return Err(err(format!(
+                    "unknown key `{other}`; a TrafficGenerator client config has {KEYS}"
+                )))
+            }
+        }
+    }
+    let whole = |reason: &str| TgConfError {
+        file: file.to_owned(),
+        line: 0,
+        text: String::new(),
+        reason: reason.to_owned(),
+    };
+    let req_size_dist = match dists.as_slice() {
+        [(_, p)] => p.clone(),
+        [] => {
+            return Err(whole(
+                "no `req_size_dist FILE` line (the flow-size CDF is required)",
+            ))
+        }
+        [_, (line, p), ..] => {
+            return Err(TgConfError {
+                line: *line,
+                text: format!("req_size_dist {}", p.display()),
+                ..whole("a second `req_size_dist` line: give exactly one")
+            })
+        }
+    };
+    if servers.is_empty() {
+        return Err(whole("no `server IP PORT` line (give at least one server)"));
+    }
+    let mix_err = |what: &str, e: String| whole(&format!("the `{what}` lines: {e}"));
+    Ok(TgClientFile {
+        servers,
+        req_size_dist,
+        dscp: match dscp.is_empty() {
+            true => None,
+            false => Some(DscpMix::weighted(dscp).map_err(|e| mix_err("dscp", e))?),
+        },
+        rates: match rates.is_empty() {
+            true => None,
+            false => Some(FlowRateMix::weighted(rates).map_err(|e| mix_err("rate", e))?),
+        },
+        fanout,
+    })
+}
+
+/// Reads and parses `path`.
+pub fn load(path: &Path) -> Result<TgClientFile, TgConfError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TgConfError {
+        file: path.display().to_string(),
+        line: 0,
+        text: String::new(),
+        reason: format!("cannot read it: {e}"),
+    })?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Where the CDF file `dist` named in config file `config` is: as written
+/// (relative to the working directory, as TrafficGenerator opens it), else
+/// relative to the config file's directory; `None` if neither exists.
+pub fn resolve_dist(dist: &Path, config: &Path) -> Option<PathBuf> {
+    if dist.exists() {
+        return Some(dist.to_path_buf());
+    }
+    let beside = config.parent()?.join(dist);
+    (dist.is_relative() && beside.exists()).then_some(beside)
+}
+
+fn server(fields: &[&str]) -> Result<SocketAddr, String> {
+    let hint = "write `server IP PORT`, e.g. `server 10.99.0.2 5001`";
+    let [_, ip, port, ..] = fields else {
+        return Err(hint.into());
+    };
+    let ip: IpAddr = ip
+        .parse()
+        .map_err(|_| format!("`{ip}` is not an IP address; {hint}"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("`{port}` is not a TCP port (1..=65535); {hint}"))?;
+    if port == 0 {
+        return Err(format!("port 0 is not a server port; {hint}"));
+    }
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// `key VALUE WEIGHT`, both whole numbers.
+fn value_weight(fields: &[&str], example: &str) -> Result<(u32, u64), String> {
+    let hint = format!("write `{example}` (value and weight, whole numbers)");
+    let [_, v, w] = fields else {
+        return Err(hint);
+    };
+    let v = v
+        .parse()
+        .map_err(|_| format!("`{v}` is not a whole number; {hint}"))?;
+    let w = w
+        .parse()
+        .map_err(|_| format!("weight `{w}` is not a whole number; {hint}"))?;
+    Ok((v, w))
+}
+
+/// `rate <N>Mbps WEIGHT` (N in megabits per second, 0 = unlimited).
+fn rate(fields: &[&str]) -> Result<(u64, u64), String> {
+    let hint = "write `rate 500Mbps 30` (megabits per second and a weight, whole numbers; \
+                0Mbps = not rate-limited)";
+    let [_, r, w] = fields else {
+        return Err(hint.into());
+    };
+    let mbps: u64 = r
+        .strip_suffix("Mbps")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("`{r}` is not a rate in Mbps; {hint}"))?;
+    let w = w
+        .parse()
+        .map_err(|_| format!("weight `{w}` is not a whole number; {hint}"))?;
+    Ok((mbps * 1_000_000, w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TrafficGenerator's own `conf/incast_client_config.txt`.
+    const TG_SAMPLE: &str = "server 192.168.1.51 5001
+server 192.168.1.52 5001
+server 192.168.1.53 5001
+req_size_dist conf/DCTCP_CDF.txt
+rate 0Mbps 10
+rate 500Mbps 30
+rate 800Mbps 60
+dscp 0 25
+dscp 1 25
+dscp 2 25
+dscp 3 25
+fanout 1 10
+fanout 5 60
+fanout 10 30
+";
+
+    #[test]
+    fn reads_trafficgenerators_sample() {
+        let c = parse(TG_SAMPLE, "c.txt").unwrap();
+        assert_eq!(c.servers.len(), 3);
+        assert_eq!(c.servers[1], "192.168.1.52:5001".parse().unwrap());
+        assert_eq!(c.req_size_dist, PathBuf::from("conf/DCTCP_CDF.txt"));
+        assert_eq!(
+            c.rates.unwrap().classes(),
+            &[(0, 10), (500_000_000, 30), (800_000_000, 60)]
+        );
+        assert_eq!(
+            c.dscp.unwrap().classes(),
+            &[(0, 25), (1, 25), (2, 25), (3, 25)]
+        );
+        assert_eq!(c.fanout, vec![(1, 10), (5, 60), (10, 30)]);
+    }
+
+    #[test]
+    fn optional_lines_default_and_extra_server_fields_are_ignored() {
+        // As `conf/websearch_inter_rack_config.txt`: a rack number after the port.
+        let c = parse(
+            "# two racks\nserver 10.99.0.1 5001 1\n\nserver 10.99.0.2 5001 2\nreq_size_dist ws.txt\n",
+            "c",
+        )
+        .unwrap();
+        assert_eq!(c.servers.len(), 2);
+        assert_eq!((c.dscp, c.rates), (None, None));
+        assert!(c.fanout.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_line_and_say_what_to_write() {
+        let bad = [
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nthroughput 5\n",
+                3,
+                "unknown key `throughput`",
+            ),
+            ("server 10.0.0.1\nreq_size_dist a\n", 1, "server IP PORT"),
+            (
+                "server host1 5001\nreq_size_dist a\n",
+                1,
+                "not an IP address",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\ndscp 64 1\n",
+                3,
+                "0..=63",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\ndscp 1\n",
+                3,
+                "dscp 0 25",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nrate 500mbit 3\n",
+                3,
+                "Mbps",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nrate 500Mbps\n",
+                3,
+                "rate 500Mbps 30",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nload 800Mbps\n",
+                3,
+                "-b MBPS",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nnum_reqs 10\n",
+                3,
+                "-n N",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a b\n",
+                2,
+                "one CDF file",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nreq_size_dist b\n",
+                3,
+                "exactly one",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nfanout 0 1\n",
+                3,
+                "at least 1",
+            ),
+        ];
+        for (text, line, needle) in bad {
+            let e = parse(text, "tg.conf").unwrap_err();
+            assert_eq!(e.line, line, "{text:?}: {e}");
+            let msg = e.to_string();
+            assert!(msg.starts_with(&format!("tg.conf:{line}: ")), "{msg}");
+            assert!(msg.contains(needle), "{text:?}: {msg}");
+        }
+        let e = parse("req_size_dist a\n", "x").unwrap_err().to_string();
+        assert!(e.contains("at least one server"), "{e}");
+        let e = parse("server 10.0.0.1 5001\n", "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("req_size_dist"), "{e}");
+        let e = parse("server 10.0.0.1 5001\nreq_size_dist a\ndscp 0 0\n", "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("weight above 0"), "{e}");
+    }
+
+    #[test]
+    fn the_cdf_is_found_as_written_or_beside_the_config() {
+        let dir = std::env::temp_dir().join(format!("tgconf-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("conf")).unwrap();
+        std::fs::write(dir.join("conf/x.txt"), "1 1\n").unwrap();
+        let config = dir.join("client.conf");
+        assert_eq!(
+            resolve_dist(Path::new("conf/x.txt"), &config),
+            Some(dir.join("conf/x.txt"))
+        );
+        let abs = dir.join("conf/x.txt");
+        assert_eq!(resolve_dist(&abs, Path::new("elsewhere/c")), Some(abs));
+        assert_eq!(resolve_dist(Path::new("conf/none.txt"), &config), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
