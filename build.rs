@@ -2,8 +2,8 @@
 //!
 //! The eBPF crate is built by a nested `cargo build --target bpfel-unknown-none
 //! -Z build-std=core` on the same (stable) toolchain with `RUSTC_BOOTSTRAP=1`,
-//! the way aya-build 0.2 does it (aya-build itself needs rustc 1.98, see
-//! NOTES.md): a private target dir under `OUT_DIR` (sharing the outer one
+//! the way aya-build 0.2 does it (aya-build itself needs a newer rustc than
+//! the 1.87 this project supports): a private target dir under `OUT_DIR` (sharing the outer one
 //! makes cargo wait on its own lock), the outer build's compiler and flag
 //! variables removed so they do not leak into a build for another target,
 //! and the rustflags aya-ebpf expects (`bpf_target_arch`, BTF).

@@ -181,7 +181,7 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The copy-mode tx kick loop from NOTES.md: kick while the kernel makes progress.
+/// The copy-mode tx kick loop measured on veth copy mode: kick while the kernel makes progress.
 fn kick(port: &mut Port, tx_size: u32) {
     if !port.tx.needs_wakeup() {
         return;

@@ -1,7 +1,7 @@
 //! Root integration test of DiffECN (per-flow queues + selective marking)
 //! with real DCTCP hosts: h1 sends one long flow to h3, h2 joins with a
 //! second one 2 s later, both through a 500 Mbit/s port (a rate this
-//! 2-vCPU machine holds, NOTES.md) running `--aqm diffecn` at its defaults
+//! 2-vCPU machine holds, BENCHMARKS.md) running `--aqm diffecn` at its defaults
 //! (per-flow classifier, strict temporary queue 0, sp+dwrr, 8 queues).
 //! Skipped unless root.
 

@@ -1,4 +1,4 @@
-//! Root integration test of PRED (`--aqm pred`, pred.txt §IV) with real
+//! Root integration test of PRED (`--aqm pred`, PRED paper §IV) with real
 //! DCTCP hosts: 8 long flows from two senders into one 500 Mbit/s port (the
 //! rate this 2-vCPU machine holds with 8 flows; at 1 Gbit/s the port lost
 //! 39 % of its backlogged link time in a CI-like run). PRED

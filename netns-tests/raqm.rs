@@ -5,7 +5,7 @@
 //! where two segments per sender overflow the buffer (2N − C·RTT > B, the
 //! paper's §IV-E condition): DCTCP alone drops and times out, R-AQM holds
 //! the ACKs while the receiver's port is backlogged and has (nearly) no
-//! drops and no RTOs (r-aqm.txt §VI-B). Skipped unless root. Run under the
+//! drops and no RTOs (R-AQM paper §VI-B). Skipped unless root. Run under the
 //! machine-wide lock:
 //! `flock /tmp/softswitch-netns.lock cargo test --release --test raqm`.
 

@@ -8,7 +8,7 @@ periods from the `pred_*` columns (a new period whenever the last period's
 goodput / queue / utility change) and the four-period rounds from the
 decision counters (the period in which a decision is counted closes a
 round). In a round, trials 0 and 3 are one step more aggressive and trials
-1 and 2 one step less (pred.txt §IV-B, Fig. 10(b)); the script prints the
+1 and 2 one step less (PRED paper §IV-B, Fig. 10(b)); the script prints the
 mean and standard deviation over rounds of
 
     U(more) − U(less) = (U1 + U4 − U2 − U3) / 2

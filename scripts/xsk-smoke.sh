@@ -76,7 +76,7 @@ iperf_run() { # prints the sender and receiver lines
 
 if [ "${BASELINE:-1}" = 1 ]; then
   # The machine may be shared and busy: a number means something only next
-  # to a baseline measured in the same run (NOTES.md).
+  # to a baseline measured in the same run.
   echo "== baseline: Linux bridge sxbr between the same veths, iperf3 TCP ${IPERF_SECONDS}s"
   ip link add sxbr type bridge
   ip link set sx1s master sxbr

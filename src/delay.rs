@@ -1,5 +1,5 @@
-//! Delay line: a fixed one-way propagation delay added after the shaper
-//! (SPEC §1), as the ECN# evaluation does with netem to emulate base RTT and
+//! Delay line: a fixed one-way propagation delay added after the shaper,
+//! as the ECN# evaluation does with netem to emulate base RTT and
 //! RTT variation. Packets in the delay line are "on the wire": they are not in
 //! any queue and no AQM sees them. A constant delay keeps FIFO order, so a
 //! ring of (release time, packet) is enough.

@@ -2,7 +2,7 @@
 //! reach the switch no faster than that host's NIC could have put them on a
 //! wire.
 //!
-//! On the papers' testbeds (tcn.txt §6, ecnsharp.txt §5) every host sits
+//! On the papers' testbeds (TCN paper §6, ECN♯ paper §5) every host sits
 //! behind a NIC of the port's rate, so a burst the host's stack hands its
 //! driver arrives at the switch spread out at line rate, one frame every
 //! `(len + overhead) × 8 / rate`. A veth has no wire: the frames of a GSO

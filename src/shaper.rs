@@ -1,6 +1,6 @@
 //! Token-bucket shaper: the emulated link, and its fidelity accounting.
 //!
-//! The TCN prototype (tcn.txt §5, "Rate Limiter") shapes the qdisc's output
+//! The TCN prototype (TCN paper §5, "Rate Limiter") shapes the qdisc's output
 //! with a token bucket of ≈ 1.67 MTU (2.5 KB) so that the queue builds in the
 //! qdisc, where the AQM sees it, and not in driver rings. We do the same at
 //! `--rate`: a frame of `len` bytes may leave when the bucket holds
@@ -52,7 +52,7 @@ use crate::units::{Nanos, Rate};
 /// Ethernet preamble + SFD (8) + FCS (4) + inter-frame gap (12).
 pub const ETHERNET_WIRE_OVERHEAD: u32 = 24;
 
-/// Default bucket size: ≈ 1.67 MTU as in the TCN prototype (tcn.txt §5).
+/// Default bucket size: ≈ 1.67 MTU as in the TCN prototype (TCN paper §5).
 pub const DEFAULT_BUCKET_BYTES: u64 = 2_500;
 
 const PS_PER_NS: u128 = 1_000;

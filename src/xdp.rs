@@ -32,7 +32,7 @@ const XSK_MAP_NAME: &str = "XSKS";
 /// `max_entries` of `XSKS` in `xdp-prog/src/main.rs`.
 pub const MAX_QUEUES: u32 = 64;
 /// Above this MTU (on the veth or its peer) the veth driver refuses XDP
-/// (NOTES.md: attach fails above ~3506).
+/// (measured on veth: attach fails above ~3506).
 const VETH_XDP_MAX_MTU: u32 = 3500;
 
 /// How the program runs on a port.

@@ -62,11 +62,11 @@
 //! Units: ns; MAXPACKET in frame bytes. Defaults: RFC 8289 §4.2/§4.3 give
 //! INTERVAL = 100 ms, TARGET = 5 ms for the Internet. For a datacenter
 //! (`--rtt`) we scale the setting TCN's authors found best on their 1 Gbit/s,
-//! RTT ≈ 250 µs testbed (tcn.txt §6.1: target = 51.2 µs, interval = 1024 µs):
+//! RTT ≈ 250 µs testbed (TCN paper §6.1: target = 51.2 µs, interval = 1024 µs):
 //! TARGET = 0.2048 × RTT, INTERVAL = 4.096 × RTT. MAXPACKET = one MTU frame.
 //! State is per queue: with several queues each one runs its own CoDel
 //! (RFC 8289 §4 discusses use with multiple queues), as the TCN prototype's
-//! CoDel does per switch queue (tcn.txt §5: it "closely tracks the Linux
+//! CoDel does per switch queue (TCN paper §5: it "closely tracks the Linux
 //! source code").
 
 use super::config::{AqmConfigError, AqmEnv, AqmParams};
@@ -77,9 +77,9 @@ use crate::rng::SimRng;
 use crate::units::{fmt_duration, Nanos};
 use serde::{Deserialize, Serialize};
 
-/// TARGET / RTT (tcn.txt §6.1: 51.2 µs at 250 µs).
+/// TARGET / RTT (TCN paper §6.1: 51.2 µs at 250 µs).
 pub const TARGET_PER_RTT: f64 = 0.2048;
-/// INTERVAL / RTT (tcn.txt §6.1: 1024 µs at 250 µs).
+/// INTERVAL / RTT (TCN paper §6.1: 1024 µs at 250 µs).
 pub const INTERVAL_PER_RTT: f64 = 4.096;
 
 /// What the control law does to a Not-ECT packet it hits.
@@ -118,7 +118,7 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The tcn.txt §6.1 setting: 51.2 µs / 1024 µs.
+    /// The TCN paper §6.1 setting: 51.2 µs / 1024 µs.
     fn default() -> Self {
         Config::for_rtt(250_000, 1500)
     }

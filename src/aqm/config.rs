@@ -260,10 +260,10 @@ pub enum AqmConfigError {
     #[error("{0}")]
     Invalid(String),
     /// MQ-ECN without a round-robin scheduler.
-    #[error("mq-ecn needs a round-robin scheduler (--sched dwrr or sp+dwrr); WFQ and SP have no round (tcn.txt §3.3)")]
+    #[error("mq-ecn needs a round-robin scheduler (--sched dwrr or sp+dwrr); WFQ and SP have no round (TCN paper §3.3)")]
     NeedsRoundRobin,
     /// PRED on an unshaped port.
-    #[error("pred needs a shaped port (--rate): QLA's utility divides the goodput by the link rate C (pred.txt §IV-B)")]
+    #[error("pred needs a shaped port (--rate): QLA's utility divides the goodput by the link rate C (PRED paper §IV-B)")]
     NeedsRate,
     /// Quanta given for a different number of queues.
     #[error("mq-ecn: {quanta} quanta given for {queues} queues")]
@@ -477,11 +477,11 @@ mod tests {
         let AqmConfig::Dctcp(d) = AqmConfig::defaults_for("dctcp", &e10).unwrap() else {
             panic!()
         };
-        assert_eq!(d.k, 125_000); // tcn.txt §3.3
+        assert_eq!(d.k, 125_000); // TCN paper §3.3
         let AqmConfig::Codel(c) = AqmConfig::defaults_for("codel", &e).unwrap() else {
             panic!()
         };
-        assert_eq!((c.target, c.interval), (51_200, 1_024_000)); // tcn.txt §6.1
+        assert_eq!((c.target, c.interval), (51_200, 1_024_000)); // TCN paper §6.1
         let mut e200 = e.clone();
         e200.rtt_ns = 200 * US;
         let AqmConfig::EcnSharp(s) = AqmConfig::defaults_for("ecn-sharp", &e200).unwrap() else {

@@ -1,23 +1,23 @@
 //! DCTCP-style single-threshold ECN marking ("DCTCP-RED").
 //!
 //! Alizadeh et al., "Data Center TCP", SIGCOMM 2010, as summarised in
-//! tcn.txt §2.1: RED with instantaneous occupancy and K_min = K_max = K;
+//! TCN paper §2.1: RED with instantaneous occupancy and K_min = K_max = K;
 //! "an arriving packet gets ECN marked only when the instantaneous buffer
 //! occupancy is larger than K" — strictly larger. The standard threshold is
 //!
 //! ```text
-//!     K = C × RTT × λ            (tcn.txt Eq. 1; ecnsharp.txt Eq. 1)
+//!     K = C × RTT × λ            (TCN paper Eq. 1; ECN♯ paper Eq. 1)
 //! ```
 //!
-//! with λ = 1 by default (tcn.txt §6.1 testbed: 32 KB for 1 Gbit/s, 250 µs).
+//! with λ = 1 by default (TCN paper §6.1 testbed: 32 KB for 1 Gbit/s, 250 µs).
 //!
-//! * Occupancy: per-queue or per-port (tcn.txt §3.2.1 / §3.2.2).
+//! * Occupancy: per-queue or per-port (TCN paper §3.2.1 / §3.2.2).
 //! * Which bytes count: the authors' prototype (the MQ-ECN/TCN `sch_dwrr`
 //!   qdisc) compares *after* adding the arriving packet (`len_bytes > K`), so
 //!   by default the occupancy is what is queued **plus** the arriving packet;
 //!   `count_arriving = false` compares only what was already queued.
 //! * Dequeue variant (Wu et al., "Tuning ECN for data center networks",
-//!   CoNEXT 2012, discussed in tcn.txt §4.3): the departing packet is marked
+//!   CoNEXT 2012, discussed in TCN paper §4.3): the departing packet is marked
 //!   when the queue it leaves behind is larger than K.
 //!
 //! Units: K in bytes (or packets with `unit = "packets"`).
@@ -65,7 +65,7 @@ impl Default for Config {
     }
 }
 
-/// K = C × RTT × λ (tcn.txt Eq. 1), in bytes.
+/// K = C × RTT × λ (TCN paper Eq. 1), in bytes.
 pub fn standard_threshold_bytes(rate: Rate, rtt_ns: Nanos, lambda: f64) -> u64 {
     (rate.bytes_in(rtt_ns) as f64 * lambda).round() as u64
 }
@@ -110,7 +110,7 @@ impl Config {
             ""
         };
         format!(
-            "dctcp: mark at {side} iff {occ} occupancy{arriving} > K = {} {unit} (tcn.txt §2.1 Eq. 1)",
+            "dctcp: mark at {side} iff {occ} occupancy{arriving} > K = {} {unit} (TCN paper §2.1 Eq. 1)",
             self.k
         )
     }
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn standard_threshold_matches_tcn_testbed() {
-        // tcn.txt §6.1: 1 Gbit/s, RTT ≈ 250 µs → ~32 KB.
+        // TCN paper §6.1: 1 Gbit/s, RTT ≈ 250 µs → ~32 KB.
         assert_eq!(
             standard_threshold_bytes(Rate::gbit(1), 250_000, 1.0),
             31_250
@@ -294,7 +294,7 @@ mod tests {
             per_queue.on_enqueue(&ect(1500, 0), &q, 0, &mut rng),
             Verdict::Pass
         );
-        // tcn.txt §3.2.2: per-port marks queue 1 because of queue 0's backlog.
+        // TCN paper §3.2.2: per-port marks queue 1 because of queue 0's backlog.
         assert_ne!(
             per_port.on_enqueue(&ect(1500, 0), &q, 0, &mut rng),
             Verdict::Pass

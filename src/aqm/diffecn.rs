@@ -2,7 +2,7 @@
 //! threshold that shrinks with the number of active flows.
 //!
 //! Huang et al., "DiffECN: Differential ECN Marking for Datacenter
-//! Networks", IEEE/ACM ToN 2024 (diffecn.txt). The Queue Mapping Unit that
+//! Networks", IEEE/ACM ToN 2024. The Queue Mapping Unit that
 //! gives each active flow its own queue is the port's per-flow classifier
 //! (`port::flowmap`, `--classify flow`); this AQM is the SMU, at egress
 //! (Algorithm 1 lines 26–43):
@@ -124,7 +124,7 @@ impl Config {
             self.max_flows.to_string()
         };
         format!(
-            "diffecn: mark at dequeue iff queue length{} > K_p = K / N_flow, K = {} B, N_flow = max(N_last, N_now) counted per period {} (cap {cap}, 2^{} slots) (diffecn.txt Eq. 2, Alg. 1)",
+            "diffecn: mark at dequeue iff queue length{} > K_p = K / N_flow, K = {} B, N_flow = max(N_last, N_now) counted per period {} (cap {cap}, 2^{} slots) (DiffECN paper Eq. 2, Alg. 1)",
             if self.count_departing { " (incl. the departing packet)" } else { "" },
             self.k,
             fmt_duration(self.period),
@@ -259,7 +259,7 @@ impl AqmParams for Config {
     const NEEDS: PortNeeds = PortNeeds {
         per_flow_queues: Some(
             "--aqm diffecn marks each flow by its own queue's length and needs \
-             --classify flow (the default with diffecn; diffecn.txt §IV-B)",
+             --classify flow (the default with diffecn; DiffECN paper §IV-B)",
         ),
     };
     fn for_port(env: &AqmEnv) -> Self {

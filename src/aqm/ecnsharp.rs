@@ -1,7 +1,7 @@
 //! ECN♯ — instantaneous + persistent-queue ECN marking.
 //!
 //! Junxue Zhang, Wei Bai, Kai Chen, "Enabling ECN for Datacenter Networks with
-//! RTT Variations", ACM CoNEXT 2019 (`papers/ecnsharp.txt`).
+//! RTT Variations", ACM CoNEXT 2019.
 //!
 //! A departing packet is marked when *either* condition says so (§3.2):
 //!
@@ -20,7 +20,7 @@
 //!
 //! The paper's pseudo-code is followed variable by variable (Table 2 names);
 //! the line numbers cited (`A1:n`) are those of Algorithm 1 as printed (the
-//! extraction in `papers/ecnsharp.txt` scrambles them; we take `A1:16` =
+//! extraction we worked from scrambles them; we take `A1:16` =
 //! `marking_next = now() + pst_interval`, as the text of §4.1 says). All
 //! comparisons are exactly the paper's: `now() > marking_next` (A1:7),
 //! `sojourn_time < pst_target` (A1:22), `now() > first_above_time +
@@ -95,7 +95,7 @@ impl Config {
         }
         if self.pst_target > self.ins_target {
             return Err(format!(
-                "ecn-sharp: pst_target ({}) above ins_target ({}) makes the persistent marking useless (ecnsharp.txt §3.4)",
+                "ecn-sharp: pst_target ({}) above ins_target ({}) makes the persistent marking useless (ECN♯ paper §3.4)",
                 fmt_duration(self.pst_target),
                 fmt_duration(self.ins_target)
             ));
@@ -105,7 +105,7 @@ impl Config {
     /// One line with the effective values.
     pub fn describe(&self) -> String {
         format!(
-            "ecn-sharp: mark at dequeue if sojourn > ins_target = {} or persistent (Algorithm 1: pst_target = {}, pst_interval = {}) (ecnsharp.txt §3)",
+            "ecn-sharp: mark at dequeue if sojourn > ins_target = {} or persistent (Algorithm 1: pst_target = {}, pst_interval = {}) (ECN♯ paper §3)",
             fmt_duration(self.ins_target),
             fmt_duration(self.pst_target),
             fmt_duration(self.pst_interval)

@@ -1,8 +1,8 @@
 //! Per-period flow counting with an interval-sequence hash — the flow
 //! counter PRED and DiffECN share.
 //!
-//! pred.txt §V-B, Algorithm 1 (the FCS data plane, lines 1–14) and
-//! diffecn.txt §V, Algorithm 1 lines 26–39 describe the same register
+//! PRED paper §V-B, Algorithm 1 (the FCS data plane, lines 1–14) and
+//! DiffECN paper §V, Algorithm 1 lines 26–39 describe the same register
 //! design: a switch pipeline cannot bulk-reset a bitmap every period, so the
 //! period's sequence number is hashed together with the flow's 5-tuple and
 //! each slot keeps the last hash written to it:
@@ -19,7 +19,7 @@
 //! ```
 //!
 //! A flow is counted once per period in which it sends, whatever its size:
-//! "new-arrival counting" (pred.txt §IV-A, diffecn.txt §IV-C), which avoids
+//! "new-arrival counting" (PRED paper §IV-A, DiffECN paper §IV-C), which avoids
 //! missing flows whose start or end falls outside the period.
 //!
 //! Choices where the papers leave room (each a parameter or noted here):

@@ -241,7 +241,7 @@ pub mod util;
 pub use config::{AqmConfig, AqmConfigError, AqmEnv, AqmKind, AqmParams, PortNeeds};
 
 /// Which occupancy a queue-length AQM compares with its threshold
-/// (tcn.txt §3.2: per-queue vs per-port ECN/RED).
+/// (TCN paper §3.2: per-queue vs per-port ECN/RED).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Occupancy {

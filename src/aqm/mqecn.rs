@@ -1,13 +1,13 @@
 //! MQ-ECN — dynamic per-queue ECN thresholds for round-robin schedulers.
 //!
 //! Wei Bai, Li Chen, Kai Chen, Haitao Wu, "Enabling ECN in Multi-Service
-//! Multi-Queue Data Centers", USENIX NSDI 2016; summarised in tcn.txt §3.3
-//! and configured as in tcn.txt §6 ("β = 0.75 and T_idle = the transmission
+//! Multi-Queue Data Centers", USENIX NSDI 2016; summarised in TCN paper §3.3
+//! and configured as in TCN paper §6 ("β = 0.75 and T_idle = the transmission
 //! time of a MTU").
 //!
 //! In a round-robin scheduler (DWRR/WRR) a backlogged queue i sends at most
 //! quantum_i per round, so quantum_i / T_round estimates its capacity C_i and
-//! the ideal per-queue threshold (tcn.txt Eq. 2, K_i = C_i × RTT × λ) becomes
+//! the ideal per-queue threshold (TCN paper Eq. 2, K_i = C_i × RTT × λ) becomes
 //!
 //! ```text
 //!     K_i = min(quantum_i / T_round, C) × RTT × λ          (MQ-ECN)
@@ -15,7 +15,7 @@
 //! ```
 //!
 //! * **Round samples.** T_round is "the total time to serve all the queues
-//!   once" (tcn.txt §3.3 footnote 4); the prototype keeps "a timestamp for each
+//!   once" (TCN paper §3.3 footnote 4); the prototype keeps "a timestamp for each
 //!   queue to track round time" (§5). We take one sample per `on_round(i, now)`
 //!   call: the time since queue i last started a round, provided queue i stayed
 //!   backlogged in between (a queue that empties leaves the active list and its
@@ -73,11 +73,11 @@ pub struct Config {
     /// Base RTT used in K_i, ns.
     #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
     pub rtt: Nanos,
-    /// λ of the transport (1 for DCTCP as in tcn.txt §6.1, 1 for ECN*).
+    /// λ of the transport (1 for DCTCP as in TCN paper §6.1, 1 for ECN*).
     pub lambda: f64,
-    /// EWMA weight of the old T_round (0.75, tcn.txt §6).
+    /// EWMA weight of the old T_round (0.75, TCN paper §6).
     pub beta: f64,
-    /// Idle slot T_idle, ns (one MTU time at C, tcn.txt §6).
+    /// Idle slot T_idle, ns (one MTU time at C, TCN paper §6).
     #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
     pub t_idle: Nanos,
     /// Idle slots after which T_round is reset to 0 (prototype: 10).
@@ -118,7 +118,7 @@ impl Config {
     /// One line with the effective values.
     pub fn describe(&self) -> String {
         format!(
-            "mq-ecn: K_i = min(quantum_i/T_round, C)·RTT·λ with RTT = {}, λ = {}, β = {}, T_idle = {} (reset after {} idle slots) (tcn.txt §3.3, §6)",
+            "mq-ecn: K_i = min(quantum_i/T_round, C)·RTT·λ with RTT = {}, λ = {}, β = {}, T_idle = {} (reset after {} idle slots) (TCN paper §3.3, §6)",
             fmt_duration(self.rtt),
             self.lambda,
             self.beta,

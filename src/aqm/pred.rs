@@ -3,8 +3,7 @@
 //! (QLA).
 //!
 //! Tong Li, Xinle Du et al., "Revisiting Random Early Detection Tuning for
-//! High-Performance Datacenter Networks", IEEE/ACM ToN 2025 (`papers/pred.txt`;
-//! NSDI 2025 "PRED").
+//! High-Performance Datacenter Networks", IEEE/ACM ToN 2025.
 //!
 //! ```text
 //! RED, point-slope (§II-A):   p = λ·(q − min_K),  min_K < q < max_K;  mark if q ≥ max_K
@@ -280,7 +279,7 @@ impl Config {
             "QLA off".into()
         };
         format!(
-            "pred ({occ}, mark): p = λ_QLA·f(N)·(q − min_K) per packet, λ_QLA = {}, f(N) = {f}, N counted per T_FCS = {} (2^{} slots), min_K = {} pkts, max_K = {} pkts; {qla} (pred.txt §IV)",
+            "pred ({occ}, mark): p = λ_QLA·f(N)·(q − min_K) per packet, λ_QLA = {}, f(N) = {f}, N counted per T_FCS = {} (2^{} slots), min_K = {} pkts, max_K = {} pkts; {qla} (PRED paper §IV)",
             self.lambda,
             fmt_duration(self.t_fcs),
             self.index_bits,

@@ -3,7 +3,7 @@
 //! S. Floyd, V. Jacobson, "Random Early Detection Gateways for Congestion
 //! Avoidance", IEEE/ACM ToN 1(4), 1993 — the algorithm of its Figure 2
 //! (§4), with "gentle" RED (Floyd, 2000) and the point-slope form of
-//! pred.txt §II-A (PRED, Performance-oriented RED).
+//! PRED paper §II-A (PRED, Performance-oriented RED).
 //!
 //! Per packet arrival (Floyd Fig. 2):
 //!
@@ -21,7 +21,7 @@
 //!   below min_th:           count ← −1
 //! ```
 //!
-//! * `w_q = 1` is the instantaneous queue (DCTCP-style, tcn.txt §2.1).
+//! * `w_q = 1` is the instantaneous queue (DCTCP-style, TCN paper §2.1).
 //! * Idle correction: `s` is the transmission time at C of a typical packet
 //!   of `avpkt` bytes (Floyd: "a typical transmission time for a small
 //!   packet"; tc-red(8)'s `avpkt`, 1000 bytes by default). `q_time` is when
@@ -31,12 +31,12 @@
 //!   empty queue does not make the next arrival decay the same idle time twice.
 //! * Count-based spacing (`count_based = true`, Floyd §4): marks are spread
 //!   uniformly between 1 and 1/p_b packets apart; `false` uses p_b directly.
-//! * Point-slope form (pred.txt §II-A): `λ = max_p/(max_K − min_K)` and
+//! * Point-slope form (PRED paper §II-A): `λ = max_p/(max_K − min_K)` and
 //!   `p = λ·(q − min_K)` for min_K < q < max_K, mark if q ≥ max_K, where q is
 //!   `avg` (the instantaneous queue with w_q = 1, as PRED uses). No count
-//!   correction: pred.txt defines p itself as the marking probability, as
+//!   correction: PRED paper defines p itself as the marking probability, as
 //!   commodity switches apply it. λ is a probability *per unit of q* — per byte
-//!   or per packet as `unit` says (pred.txt's §II-A example is per MB: 0.1 /
+//!   or per packet as `unit` says (PRED paper's §II-A example is per MB: 0.1 /
 //!   0.195 MB ≈ 0.5; its evaluation counts packets). PRED's controller changes
 //!   λ and min_K at run time with [`Red::set_slope`], [`Red::set_min_k`],
 //!   [`Red::set_point_slope`].
@@ -44,13 +44,13 @@
 //! * Mark (ECN) or drop mode (`action`); per-queue or per-port occupancy.
 //!
 //! Defaults (`config::AqmConfig::defaults_for("red", ..)`): max_th = C·RTT
-//! (the standard threshold, tcn.txt Eq. 1, λ = 1), min_th = max_th/3 (ns-2's
+//! (the standard threshold, TCN paper Eq. 1, λ = 1), min_th = max_th/3 (ns-2's
 //! 5/15 packets ratio; Floyd §6 wants max_th − min_th larger than the typical
 //! rise of avg in one RTT), max_p = 0.1 and gentle on (Floyd's later
 //! recommendations for RED), w_q = 1 − exp(−s/RTT) so that the average
 //! forgets over about one RTT of `avpkt`-sized arrivals (Floyd §10 bounds
 //! w_q by the burst it must absorb; the 1993 value 0.002 would average over
-//! tens of RTTs in a datacenter). Point-slope: max_K = 500 KB (pred.txt §IV),
+//! tens of RTTs in a datacenter). Point-slope: max_K = 500 KB (PRED paper §IV),
 //! λ = the two-point line's slope, min_K = min_th.
 
 use super::config::{AqmConfigError, AqmEnv, AqmParams};
@@ -68,7 +68,7 @@ pub enum Form {
     /// Floyd: (min_th, 0) to (max_th, max_p), count-based, optional gentle.
     #[default]
     TwoPoint,
-    /// pred.txt §II-A: p = λ·(q − min_K), mark at q ≥ max_K.
+    /// PRED paper §II-A: p = λ·(q − min_K), mark at q ≥ max_K.
     PointSlope,
 }
 
@@ -214,7 +214,7 @@ impl Config {
                 self.w_q, self.min_th, self.max_th, self.max_p, self.gentle, self.count_based
             ),
             Form::PointSlope => format!(
-                "red point-slope ({occ}, {act}): p = λ·(q − min_K), λ = {} per {unit}, min_K = {} {unit}, max_K = {} {unit}, w_q = {} (pred.txt §II-A)",
+                "red point-slope ({occ}, {act}): p = λ·(q − min_K), λ = {} per {unit}, min_K = {} {unit}, max_K = {} {unit}, w_q = {} (PRED paper §II-A)",
                 self.lambda, self.min_k, self.max_k, self.w_q
             ),
         }
@@ -258,12 +258,12 @@ pub fn red_pa(pb: f64, count: i64) -> f64 {
     }
 }
 
-/// λ = max_p/(max_K − min_K) (pred.txt §II-A).
+/// λ = max_p/(max_K − min_K) (PRED paper §II-A).
 pub fn slope(max_p: f64, min_k: f64, max_k: f64) -> f64 {
     max_p / (max_k - min_k)
 }
 
-/// p = λ·(q − min_K), clamped to [0, 1] (pred.txt §II-A).
+/// p = λ·(q − min_K), clamped to [0, 1] (PRED paper §II-A).
 pub fn point_slope_p(q: f64, lambda: f64, min_k: f64) -> f64 {
     (lambda * (q - min_k)).clamp(0.0, 1.0)
 }
@@ -492,7 +492,7 @@ impl AqmParams for Config {
     const KEYS: &'static [(&'static str, &'static str)] = &[
         (
             "form",
-            "two-point (Floyd) or point-slope (p = λ·(q − min_k), pred.txt §II-A)",
+            "two-point (Floyd) or point-slope (p = λ·(q − min_k), PRED paper §II-A)",
         ),
         ("action", "mark (ECN) or drop"),
         (
@@ -656,7 +656,7 @@ mod tests {
 
     #[test]
     fn point_slope_form() {
-        // pred.txt §II-A example: 0.1/(0.2 MB − 0.005 MB) ≈ 0.513 per MB.
+        // PRED paper §II-A example: 0.1/(0.2 MB − 0.005 MB) ≈ 0.513 per MB.
         assert!((slope(0.1, 0.005, 0.2) - 0.5128).abs() < 1e-3);
         let mut r = Red::new(
             Config {

@@ -1,7 +1,7 @@
 //! TCN — Time-based Congestion Notification.
 //!
 //! Wei Bai, Kai Chen, Li Chen, Changhoon Kim, Haitao Wu, "Enabling ECN over
-//! Generic Packet Scheduling", ACM CoNEXT 2016 (`papers/tcn.txt`).
+//! Generic Packet Scheduling", ACM CoNEXT 2016.
 //!
 //! * §4.1: a *departing* packet is ECN-marked when its sojourn time
 //!   (dequeue time − enqueue time) is larger than the threshold
@@ -97,11 +97,11 @@ impl Config {
     pub fn describe(&self) -> String {
         match self.mode {
             Mode::Threshold => format!(
-                "tcn: mark at dequeue iff sojourn > T = {} (tcn.txt §4.1 Eq. 3)",
+                "tcn: mark at dequeue iff sojourn > T = {} (TCN paper §4.1 Eq. 3)",
                 fmt_duration(self.threshold)
             ),
             Mode::Probabilistic => format!(
-                "tcn (probabilistic, tcn.txt §4.3): sojourn < {} pass, > {} mark, else p rising linearly to p_max = {}",
+                "tcn (probabilistic, TCN paper §4.3): sojourn < {} pass, > {} mark, else p rising linearly to p_max = {}",
                 fmt_duration(self.t_min),
                 fmt_duration(self.t_max),
                 self.p_max
@@ -110,7 +110,7 @@ impl Config {
     }
 }
 
-/// T = RTT × λ (tcn.txt Eq. 3).
+/// T = RTT × λ (TCN paper Eq. 3).
 pub fn threshold_ns(rtt_ns: Nanos, lambda: f64) -> Nanos {
     scale_ns(rtt_ns, lambda)
 }

@@ -1,6 +1,6 @@
 //! Capture: what the switch saw, per port and direction, as pcapng files
 //! Wireshark opens (`--pcap DIR`). tcpdump on a switch-side veth sees
-//! nothing once XDP owns it (NOTES.md), so the switch records frames itself.
+//! nothing once XDP owns it (AF_XDP takes the frames before the stack's taps), so the switch records frames itself.
 //!
 //! ```text
 //! DIR/<port>-rx.pcapng  every frame received on <port>, at the switch's

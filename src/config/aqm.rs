@@ -143,7 +143,7 @@ fn is_help(opt: &str) -> bool {
 pub(super) fn flag_help() -> &'static str {
     static TEXT: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "AQM: {}; or r-aqm (reverse-path ACK control, r-aqm.txt) with a forward AQM: \
+            "AQM: {}; or r-aqm (reverse-path ACK control, R-AQM paper) with a forward AQM: \
              r-aqm+NAME or --raqm-forward (default dctcp)",
             AQM_NAMES.join(", ")
         )

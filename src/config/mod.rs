@@ -55,14 +55,14 @@ pub use values::{rate_setting, share_setting, size_setting, time_setting, Config
 
 use options::Layers;
 
-/// Default base RTT the AQM defaults are scaled to (the TCN testbed's ≈ 250 µs, tcn.txt §6.1).
+/// Default base RTT the AQM defaults are scaled to (the TCN testbed's ≈ 250 µs, TCN paper §6.1).
 pub const DEFAULT_RTT: &str = "250us";
 /// Default link rate.
 pub const DEFAULT_RATE: &str = "1gbit";
 /// Default shared buffer per port (TCN testbed: 96 KB per port at 1 Gbit/s).
 pub const DEFAULT_BUFFER: &str = "96kb";
 /// Default link time a busy port may make up when the poll loop was late:
-/// none, the prototype's strict token bucket (tcn.txt §5; see `shaper`).
+/// none, the prototype's strict token bucket (TCN paper §5; see `shaper`).
 /// Catch-up is a software-robustness option (`--catchup 1ms`).
 pub const DEFAULT_CATCHUP: &str = "0";
 /// IP MTU assumed for AQM defaults and buffer checks.

@@ -147,7 +147,7 @@ impl PortSettings {
         }
         if let crate::port::Classifier::Flow(f) = &c.classifier {
             out.push_str(&format!(
-                "  classify flow: a queue per active flow by 5-tuple{}, {} entries (diffecn.txt §IV-B)\n",
+                "  classify flow: a queue per active flow by 5-tuple{}, {} entries (DiffECN paper §IV-B)\n",
                 if f.temp_queue {
                     format!(
                         "; new flows wait in strict queue 0 when no queue is empty, pass limit {} B, idle timeout {}",

@@ -2,7 +2,7 @@
 //! completions, tops up fill rings, receives a batch and hands each frame to
 //! [`Switch::ingress`], lets the switch move what its shapers and wires
 //! release, puts those frames on the TX rings and kicks until the kernel has
-//! taken them (NOTES.md: one kick sends ~32 frames in copy mode). RX rings
+//! taken them (measured: one kick sends ~32 frames in copy mode). RX rings
 //! stay small and are drained every pass, so the queue forms in the switch's
 //! own queues where the AQM sees it.
 //!

@@ -1,4 +1,4 @@
-//! The standard figures of a run (SPEC §3 "Results"), drawn from the
+//! The standard figures of a run, drawn from the
 //! summary and the stored results: FCT vs load normalised to the baseline
 //! AQM (TCN §6 Fig. 9–12: small-flow avg and p99, large-flow avg, overall
 //! avg), the same in absolute ms, incast QCT vs fan-in, queue and shares vs

@@ -1,4 +1,4 @@
-//! The experiment runner (`softswitch-exp`, SPEC §4): a scenario file names
+//! The experiment runner (`softswitch-exp`): a scenario file names
 //! a topology, a switch configuration, a traffic pattern and the sweep (AQMs
 //! × loads or fan-ins × repeats); the runner builds the namespaces once,
 //! runs the switch and the traffic generator for every combination, and

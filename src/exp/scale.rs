@@ -5,7 +5,7 @@
 //! and the switch share two CPUs, and with many flows the port can lose link
 //! time (the fidelity guard says so). What the papers' results depend on is
 //! not the absolute rate but the quantities measured *in time* or *relative
-//! to the link*: the marking threshold K = C × RTT × λ (tcn.txt Eq. 1), the
+//! to the link*: the marking threshold K = C × RTT × λ (TCN paper Eq. 1), the
 //! buffer's drain time, a paced flow's share of the link, a workload's load.
 //! So a scenario is scaled by one factor f = new rate / scenario rate:
 //!

@@ -192,7 +192,7 @@ pub struct TopologySpec {
     #[serde(default)]
     pub cc: Option<String>,
     /// ACK every segment (`quickack 1` on the hosts' route), the per-packet
-    /// ACKs R-AQM assumes (r-aqm.txt §IV-F). Default false.
+    /// ACKs R-AQM assumes (R-AQM paper §IV-F). Default false.
     #[serde(default)]
     pub quickack: bool,
     /// Initial congestion window of the hosts, segments (`initcwnd` on

@@ -8,7 +8,7 @@ use crate::units::{Nanos, Rate};
 use super::flowmap::FlowClassConfig;
 
 /// Default shared buffer per port: 96 KB, as the TCN testbed at 1 Gbit/s
-/// (tcn.txt §6.1: "Each switch port has a 96KB buffer which is completely
+/// (TCN paper §6.1: "Each switch port has a 96KB buffer which is completely
 /// shared by all the queues").
 pub const DEFAULT_BUFFER_BYTES: u64 = 96 * 1024;
 
@@ -16,13 +16,13 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 96 * 1024;
 pub const DEFAULT_MTU_FRAME_BYTES: u32 = 1514;
 
 /// Default number of queues per port (8, as a datacenter switch port and the
-/// TCN simulations, tcn.txt §6.2).
+/// TCN simulations, TCN paper §6.2).
 pub const DEFAULT_QUEUES: usize = 8;
 
 /// Shortest frame the port accepts: one Ethernet header.
 pub const MIN_FRAME_BYTES: u32 = 14;
 
-/// Packet → queue mapping (SPEC §1 "Classification", §5).
+/// Packet → queue mapping.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum Classifier {
     /// queue = DSCP mod number of queues (the default).
@@ -157,7 +157,7 @@ pub enum NotEctPolicy {
 pub struct PortConfig {
     /// Emulated link rate; 0 bit/s = unshaped.
     pub rate: Rate,
-    /// Token-bucket size in bytes (default ≈ 1.67 MTU, tcn.txt §5).
+    /// Token-bucket size in bytes (default ≈ 1.67 MTU, TCN paper §5).
     pub bucket_bytes: u64,
     /// Per-frame wire overhead counted against the rate (preamble, FCS, IFG).
     pub overhead_bytes: u32,
@@ -264,7 +264,7 @@ pub enum PortConfigError {
     #[error("--classify {0:?}: {1}; write dscp, or flow[,temp=0|none][,pass-limit=15140b][,timeout=375us]")]
     BadClassify(String, String),
     /// Per-flow classifier with a temporary queue that is not strict.
-    #[error("--classify flow keeps queue 0 as the strict-priority temporary queue for new flows (diffecn.txt §IV-B), but {0}; use --sched sp+dwrr (strict queue 0, the default) or --classify flow,temp=none")]
+    #[error("--classify flow keeps queue 0 as the strict-priority temporary queue for new flows (DiffECN paper §IV-B), but {0}; use --sched sp+dwrr (strict queue 0, the default) or --classify flow,temp=none")]
     TempQueueNotStrict(String),
     /// Per-flow classifier parameters out of range.
     #[error("--classify flow: {0}")]

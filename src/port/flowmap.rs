@@ -1,6 +1,6 @@
 //! Per-flow queue allocation: DiffECN's Queue Mapping Unit (QMU).
 //!
-//! diffecn.txt §IV-B (Fig. 9) and §V-A (Algorithm 1, ingress lines 2–23):
+//! DiffECN paper §IV-B (Fig. 9) and §V-A (Algorithm 1, ingress lines 2–23):
 //! flows, identified by their 5-tuple (`wire::flow_hash`), are given queues
 //! dynamically instead of by DSCP, so that as far as the port has queues
 //! every *active* flow (one with packets queued, §IV-B step 1) has a queue of
@@ -19,7 +19,7 @@
 //! ```
 //!
 //! Choices where the paper leaves room (each a parameter or written here):
-//! * **Expiry** (SPEC §5). "As soon as the last packet in a queue is
+//! * **Expiry** (DiffECN paper §IV-B). "As soon as the last packet in a queue is
 //!   scheduled out, this queue status is reset" (§IV-B): the port calls
 //!   [`FlowMap::on_queue_empty`] and the queue's *generation* number goes up;
 //!   an entry records the generation of its queue when it was assigned, so
@@ -48,7 +48,7 @@
 use crate::units::Nanos;
 use serde::Serialize;
 
-/// Entries per queue (diffecn.txt §IV-B3: "512 times the number of available queues").
+/// Entries per queue (DiffECN paper §IV-B3: "512 times the number of available queues").
 pub const ENTRIES_PER_QUEUE: usize = 512;
 /// Default pass limit: 10 MTU-sized frames (§VI-C.4).
 pub const DEFAULT_PASS_LIMIT_BYTES: u64 = 10 * 1514;

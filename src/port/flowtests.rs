@@ -163,7 +163,7 @@ fn config_errors_name_the_option() {
     }
 }
 
-/// diffecn.txt §IV-C with a manual clock: a heavy flow (a 12-packet burst)
+/// DiffECN paper §IV-C with a manual clock: a heavy flow (a 12-packet burst)
 /// and a light one (2 packets) share a 1 Gbit/s port, each in its own
 /// queue. N_flow = 2, K_p = K/2 = 3 000 B: only the heavy flow's packets
 /// leave more than K_p behind in their queue and are marked.
@@ -311,7 +311,7 @@ proptest! {
     }
 
     /// No more flows than ordinary queues: no queue ever holds two flows'
-    /// packets (diffecn.txt §IV-B: "each active flow is allocated a separate
+    /// packets (DiffECN paper §IV-B: "each active flow is allocated a separate
     /// queue"), and each queue stays FIFO.
     #[test]
     fn a_queue_per_flow_while_queues_suffice(

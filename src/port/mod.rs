@@ -1,4 +1,4 @@
-//! The egress port, as a switch ASIC has it (SPEC §1, tcn.txt §5):
+//! The egress port, as a switch ASIC has it (TCN paper §5):
 //!
 //! ```text
 //! enqueue: classify (DSCP → queue, or per flow: `flowmap`) → size check (TooBig) → shared-buffer

@@ -841,7 +841,7 @@ fn overloaded_port_runs_at_line_rate_and_shares_fairly() {
             // phase, a full drop-tail shared buffer always admits the first
             // arrival after a departure and locks the other queue out (a
             // real effect of "completely shared, first-in-first-serve"
-            // buffers, tcn.txt §6.1, that is not what this test is about).
+            // buffers, TCN paper §6.1, that is not what this test is about).
             for i in 0..2 {
                 p.enqueue(pkt(&mut s, 1514, (i + tick) % 2, Ecn::Ect0), now, &mut s);
             }
@@ -984,7 +984,7 @@ fn the_guard_counts_a_stall_while_backlogged_and_nothing_while_idle() {
     assert_eq!(s.live, 0);
 }
 
-/// MQ-ECN's quanta and round time in one unit (tcn.txt §3.3; the prototype,
+/// MQ-ECN's quanta and round time in one unit (TCN paper §3.3; the prototype,
 /// HKUST-SING/MQ-ECN-Software `sch_dwrr/main.c`, counts both in wire bytes):
 /// two backlogged DWRR queues of 64 B frames on a 1 Gbit/s port with 24 B of
 /// wire overhead, served at the shaper's pace. Each queue's share is C/2, so

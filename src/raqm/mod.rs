@@ -2,7 +2,7 @@
 //!
 //! Xinle Du, Ke Xu, Lei Xu, Kai Zheng, Meng Shen, Bo Wu, Tong Li, "R-AQM:
 //! Reverse ACK Active Queue Management in Multitenant Data Centers",
-//! IEEE/ACM ToN 31(2), 2023 (`papers/r-aqm.txt`).
+//! IEEE/ACM ToN 31(2), 2023.
 //!
 //! The switch holds the receiver's pure ACKs in a virtual input queue (VIQ)
 //! of the port they arrive on — the congested port P, whose egress carries
@@ -179,7 +179,7 @@ impl Config {
             viq_limit_pkts: 500,
             stale: 5_000_000,
             idle_credit: true,
-            // The forward DCTCP K = C·RTT (tcn.txt Eq. 1, λ = 1), in frames.
+            // The forward DCTCP K = C·RTT (TCN paper Eq. 1, λ = 1), in frames.
             ece_threshold_pkts: bdp_pkts.max(1),
             rwnd_threshold_pkts: 0,
             mss_bytes: 1448,
@@ -248,7 +248,7 @@ impl Config {
             }
         };
         format!(
-            "r-aqm (r-aqm.txt §IV): K_min {} / K_max {} pkts, T {}, trend ≥ {} pkt(s); α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}",
+            "r-aqm (R-AQM paper §IV): K_min {} / K_max {} pkts, T {}, trend ≥ {} pkt(s); α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}",
             self.k_min_pkts,
             self.k_max_pkts,
             fmt_duration(self.interval),

@@ -1,5 +1,5 @@
 //! R-AQM tests: the state machine and Algorithm 1 step by step on a manual
-//! clock (r-aqm.txt §IV-B, §IV-C, §IV-D), the header rewrites on byte
+//! clock (R-AQM paper §IV-B, §IV-C, §IV-D), the header rewrites on byte
 //! fixtures (IPv4 / IPv6, with and without window scaling, checksums against
 //! a full recomputation), and random operation sequences with invariants.
 
@@ -629,7 +629,7 @@ fn aqm_r_aqm_names_a_forward_aqm_and_scales_defaults() {
     let r = s.raqm.clone().unwrap();
     // 10 Gbit/s × 12 µs = 15 KB ≈ 10 frames; T = 3 µs as in §VI-A.
     assert_eq!((r.k_min_pkts, r.k_max_pkts, r.interval), (10, 20, 3_000));
-    assert!(s.describe().contains("r-aqm (r-aqm.txt §IV)"));
+    assert!(s.describe().contains("r-aqm (R-AQM paper §IV)"));
     let s = resolve(&[
         "--ports",
         "a",

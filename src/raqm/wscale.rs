@@ -1,5 +1,5 @@
 //! Window scales per TCP flow direction, learned from SYNs, and the rwnd
-//! rewrite that uses them (r-aqm.txt §IV-D: "set the rwnd of the ACK to 1",
+//! rewrite that uses them (R-AQM paper §IV-D: "set the rwnd of the ACK to 1",
 //! i.e. one MSS as HSCC does).
 //!
 //! RFC 7323 §2.2–2.3: the window field of a segment sent by A is scaled by the

@@ -1,5 +1,5 @@
 //! SP+DWRR and SP+WFQ: strict-priority queues above one DWRR / WFQ group
-//! (tcn.txt §5, "SP/WFQ and SP/DWRR"): "they first try to schedule packets
+//! (TCN paper §5, "SP/WFQ and SP/DWRR"): "they first try to schedule packets
 //! from strict higher priority queues based on priorities; only when all the
 //! higher priority queues are empty, they start to schedule packets on the
 //! lowest priority according to WFQ/DWRR."

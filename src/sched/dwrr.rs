@@ -1,4 +1,4 @@
-//! Deficit (weighted) round robin, as in the TCN prototype (tcn.txt §5,
+//! Deficit (weighted) round robin, as in the TCN prototype (TCN paper §5,
 //! "DWRR") after Shreedhar & Varghese, "Efficient fair queuing using deficit
 //! round robin" (SIGCOMM 1995).
 //!
@@ -7,7 +7,7 @@
 //! * The scheduler always serves the head of the list. When a queue reaches
 //!   the head it is granted its quantum: `deficit += quantum` — this is the
 //!   start of that queue's service in a new round, reported as a round event
-//!   (MQ-ECN measures T_round between two of them, tcn.txt §3.3).
+//!   (MQ-ECN measures T_round between two of them, TCN paper §3.3).
 //! * The head is served while `deficit ≥ len(head packet)`; each packet
 //!   charges `deficit -= len` (in [`commit`](Scheduler::commit)).
 //! * A head that cannot afford its next packet but still has packets goes
@@ -21,7 +21,7 @@
 //! `sch_dwrr/main.c`: `len = skb_size(skb); if (len <= cl->deficit) ...
 //! cl->deficit -= len`), so that a quantum and MQ-ECN's round time (link
 //! time) are the same unit. Default quantum one MTU frame on the wire, 1538 B
-//! ("1.5KB" in tcn.txt §6; the prototype's default); 1514 B with
+//! ("1.5KB" in TCN paper §6; the prototype's default); 1514 B with
 //! `--sched-bytes frame`.
 //!
 //! Bound (checked by `invariants`): `deficit < quantum + max frame`, since a
@@ -180,7 +180,7 @@ impl Scheduler for Dwrr {
                 continue;
             };
             if !self.head_granted {
-                // New round for q: it gets its quantum (tcn.txt §5).
+                // New round for q: it gets its quantum (TCN paper §5).
                 self.deficit[q] += self.quanta[q];
                 self.head_granted = true;
                 self.round_events |= 1 << q;

@@ -1,5 +1,5 @@
 //! Packet schedulers of an egress port: SP, DWRR, WFQ and the composites
-//! SP+DWRR / SP+WFQ, modelled on the TCN software prototype (tcn.txt §5,
+//! SP+DWRR / SP+WFQ, modelled on the TCN software prototype (TCN paper §5,
 //! "Packet Schedulers").
 //!
 //! # Contract with the port (and the shaper)
@@ -26,7 +26,7 @@
 //! (DWRR appends a newly active queue to the active list, WFQ stamps the
 //! finish time of a new head).
 //!
-//! Round events (MQ-ECN, tcn.txt §3.3): whenever DWRR grants a queue its
+//! Round events (MQ-ECN, TCN paper §3.3): whenever DWRR grants a queue its
 //! quantum — the start of that queue's service in a new round — it records
 //! an event; the port drains them with [`Scheduler::take_round_event`] after
 //! each `select` and calls `Aqm::on_round(queue, now)`.
@@ -55,7 +55,7 @@ pub use wfq::{Wfq, WfqVtime};
 pub const MAX_QUEUES: usize = 128;
 
 /// Default DWRR quantum in frame bytes: one MTU-sized Ethernet frame (1500 B
-/// IP packet + 14 B header). tcn.txt §6 uses "equal quantum (1.5KB)" queues.
+/// IP packet + 14 B header). TCN paper §6 uses "equal quantum (1.5KB)" queues.
 /// With the default wire-byte accounting ([`SchedBytes::Wire`]) the default
 /// quantum is this plus the port's wire overhead: 1538 B with 24 B, the
 /// prototype's default (`dwrr_queue_quantum[i] = dwrr_max_pkt_bytes` = 1538,
@@ -212,7 +212,7 @@ impl SchedName {
 /// highest priority"). For `sp+dwrr` / `sp+wfq` the listed queues are strict
 /// and all others form the DWRR / WFQ group served when every strict queue is
 /// empty; the default is `strict = [0]` (one high-priority queue, as in
-/// tcn.txt §6.1.3 and §6.2).
+/// TCN paper §6.1.3 and §6.2).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedConfig {
@@ -467,7 +467,7 @@ impl SchedConfig {
         s
     }
 
-    /// Pure round robin (DWRR): the only kind MQ-ECN accepts (tcn.txt §6:
+    /// Pure round robin (DWRR): the only kind MQ-ECN accepts (TCN paper §6:
     /// "MQ-ECN can only support pure round-robin schedulers").
     pub fn is_round_robin(&self) -> bool {
         self.kind == SchedName::Dwrr

@@ -3,7 +3,7 @@
 //! Priority order is a list of queues, highest first (from `--strict`; by
 //! default queue 0 highest, then 1, ...). Queues of one priority level do not
 //! exist: every queue has its own level, so there is nothing to break ties.
-//! A lower class is served only while every higher one is empty (tcn.txt §5,
+//! A lower class is served only while every higher one is empty (TCN paper §5,
 //! "SP/WFQ and SP/DWRR ... based on priorities").
 //!
 //! Cost: when the order is the identity (the default) selection is one

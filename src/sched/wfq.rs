@@ -1,7 +1,7 @@
 //! Weighted fair queueing with the TCN prototype's virtual time (default) or
 //! self-clocked virtual time (SCFQ, option).
 //!
-//! tcn.txt §5 ("WFQ"): "we maintain a virtual time for the head packet of
+//! TCN paper §5 ("WFQ"): "we maintain a virtual time for the head packet of
 //! each queue. The WFQ scheduler chooses the head packet with the smallest
 //! virtual time to transmit." The paper does not say how the system virtual
 //! time V is kept; the authors' qdisc does (HKUST-SING/TCN-Software

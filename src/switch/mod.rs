@@ -13,7 +13,7 @@
 //! and transmits what [`Switch::poll`] hands out; tests and simulations drive the
 //! same code with a [`VecStore`](crate::packet::VecStore) and a manual clock.
 //!
-//! R-AQM (SPEC §2, r-aqm.txt §IV; the core is [`crate::raqm`]): with
+//! R-AQM (R-AQM paper §IV; the core is [`crate::raqm`]): with
 //! [`Switch::enable_raqm`] every [`SwitchPort`] carries its own
 //! [`RaqmPort`]. A pure ACK arriving on port P is offered to P's virtual
 //! input queue after the forwarding decision (unicast only), once: it

@@ -1,4 +1,4 @@
-//! The hosts' timers under time dilation (SPEC §5; README "Time dilation").
+//! The hosts' timers under time dilation (README, "Time dilation").
 //!
 //! With factor D every host timer that can change a result must last D
 //! times longer, or be shown not to matter. [`HostTimers`] is what

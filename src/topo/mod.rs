@@ -1,4 +1,4 @@
-//! Host network namespaces around the switch (SPEC §3, "Topology" and
+//! Host network namespaces around the switch ("Topology" and
 //! "DCTCP").
 //!
 //! [`up`] creates `N` namespaces, each a host running the real Linux TCP
@@ -145,7 +145,7 @@ pub struct TopoConfig {
     pub rto_min: Option<Duration>,
     /// `quickack 1` on the subnet route: the receiver ACKs every segment
     /// (no delayed ACKs), the per-packet ACK clock R-AQM assumes
-    /// (r-aqm.txt §IV-F "Different ACK Mechanism").
+    /// (R-AQM paper §IV-F "Different ACK Mechanism").
     pub quickack: bool,
     /// `initcwnd N` on the subnet route: the initial congestion window, in
     /// segments, of every connection (and of every restart after idle);

@@ -5,7 +5,7 @@
 //! or, with `fresh`, a new one per server for every query, opened (and the
 //! previous one closed) before the query starts, so every response is a new
 //! TCP flow starting from the initial window, as the R-AQM paper's ns-3
-//! flows do (r-aqm.txt §VI-B "N hosts send a 3.2MB flow to a host"). On a
+//! flows do (R-AQM paper §VI-B "N hosts send a 3.2MB flow to a host"). On a
 //! persistent connection Linux restarts an idle flow's window only once it
 //! has been idle for an RTO, which a large RTO_min prevents. A
 //! query's completion time (QCT) runs from the first request written to the

@@ -4,7 +4,7 @@
 //!
 //! * **Size classes** (bytes, decimal as in the papers' "<100KB", ">10MB"):
 //!   small `size < 100_000`, large `size > 10_000_000`, medium the rest
-//!   (SPEC §3 and DiffECN; TCN §6.1.2 writes small as (0, 100KB], which
+//!   (DiffECN; TCN §6.1.2 writes small as (0, 100KB], which
 //!   differs only for a flow of exactly 100 000 bytes).
 //! * **Percentile** — nearest-rank: sort the n FCTs ascending, and the p-th
 //!   percentile is the value at 1-based rank `⌈p/100 · n⌉` (rank 1 when that

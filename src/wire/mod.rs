@@ -161,7 +161,7 @@ pub struct TcpInfo {
 }
 
 impl TcpInfo {
-    /// A pure ACK: ACK set, no payload, no SYN/FIN/RST (r-aqm.txt §IV).
+    /// A pure ACK: ACK set, no payload, no SYN/FIN/RST (R-AQM paper §IV).
     pub fn is_pure_ack(&self) -> bool {
         self.flags & 0x10 != 0 && self.flags & 0x07 == 0 && self.payload_len == 0
     }

@@ -12,7 +12,7 @@
 //!   [`umem`](self::Umem)): free list → fill ring → application → tx ring →
 //!   back to the free list. [`Umem::accounting`] must add up.
 //! * **Small rings by default.** The AF_XDP rings are a buffer the switch's
-//!   AQMs cannot see (NOTES.md: 4096-entry rx rings gave DCTCP a 10 ms RTT),
+//!   AQMs cannot see (measured: 4096-entry rx rings gave DCTCP a 10 ms RTT),
 //!   so rx is 256 entries and the data path should drain it every loop.
 //! * **Allocation-free data path**: `refill`, `recv`, `send`, `flush`,
 //!   `complete` only touch the rings and pre-sized vectors.

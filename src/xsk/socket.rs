@@ -419,7 +419,7 @@ impl XskSocket {
     /// per-call budget: 32 frames, or the ring's size where `bind` could raise it
     /// with `XDP_MAX_TX_SKB_BUDGET`), so keep kicking while the tx ring holds
     /// descriptors the kernel has not consumed — a single kick per loop
-    /// stalls TCP (NOTES.md). Stops early when the kernel makes no progress
+    /// stalls TCP (measured on veth, copy mode). Stops early when the kernel makes no progress
     /// (e.g. EAGAIN: completion ring full — call `complete`).
     pub fn flush(&mut self) {
         if self.abandoned || self.tx_reclaimed {
