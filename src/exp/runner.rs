@@ -372,7 +372,10 @@ fn manifest(
         "switch_binary": cmd_output(&opts.switch_bin.display().to_string(), &["--version"]),
         "tg_binary": cmd_output(&opts.tg_bin.display().to_string(), &["--version"]),
         "git_commit": crate::BUILD_COMMIT,
-        "kernel": cmd_output("uname", &["-r"]),
+        // The running kernel's release, as `uname -r` prints it.
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| r.trim().to_owned())
+            .unwrap_or_default(),
         "host_cc": topo.cc,
         "prefix": prefix,
         "started": started,
