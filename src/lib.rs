@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod dataplane;
 pub mod delay;
 pub mod exp;
+pub mod fabric;
 pub mod fidelity;
 pub mod harness;
 pub mod ingress;
