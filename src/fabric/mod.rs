@@ -83,6 +83,9 @@ pub struct Fabric<A: Aqm> {
     transit: Vec<(usize, u16, Packet)>,
     /// Switches that got frames in the last round of a poll.
     dirty: Vec<bool>,
+    /// Frames handed to [`Fabric::ingress`] for a host it does not have
+    /// (a caller's bug; released and counted).
+    unknown_host: u64,
 }
 
 impl<A: Aqm> Fabric<A> {
@@ -136,6 +139,7 @@ impl<A: Aqm> Fabric<A> {
             switches,
             transit: Vec::with_capacity(1024),
             dirty: vec![false; n],
+            unknown_host: 0,
         })
     }
 
@@ -194,6 +198,7 @@ impl<A: Aqm> Fabric<A> {
     ) {
         let Some(&(s, p)) = self.layout.host_port.get(host) else {
             // Not a host of this fabric: a caller's bug; keep the frame accounted.
+            self.unknown_host += 1;
             store.release(frame);
             return;
         };
@@ -239,6 +244,46 @@ impl<A: Aqm> Fabric<A> {
                 break;
             }
         }
+    }
+
+    /// What every switch decided and what every link carried, queued, marked
+    /// and dropped, by name — the per-hop answer to "where did it queue".
+    pub fn report(&self) -> serde_json::Value {
+        let switches: Vec<_> = self
+            .desc
+            .switches
+            .iter()
+            .zip(&self.switches)
+            .map(|(d, s)| {
+                serde_json::json!({
+                    "name": d.name,
+                    "routes": s.forwarder().counters(),
+                    "next_hops": s.forwarder().groups(),
+                })
+            })
+            .collect();
+        let links: Vec<_> = self
+            .links()
+            .map(|l| {
+                let c = &l.port.egress.counters().port;
+                serde_json::json!({
+                    "name": l.name,
+                    "tx_packets": l.port.io.tx_packets,
+                    "tx_bytes": l.port.io.tx_bytes,
+                    "marked_packets": c.marked.total().pkts,
+                    "dropped_packets": c.dropped.total().pkts,
+                    "backlog_bytes": l.port.egress.backlog_bytes(),
+                    "on_wire_packets": l.port.wire.len(),
+                })
+            })
+            .collect();
+        serde_json::json!({ "switches": switches, "links": links })
+    }
+
+    /// Frames given to [`ingress`](Self::ingress) for a host number the
+    /// fabric does not have (released).
+    pub fn unknown_host_frames(&self) -> u64 {
+        self.unknown_host
     }
 
     /// The earliest time [`poll`](Self::poll) has something to do.

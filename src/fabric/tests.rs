@@ -707,6 +707,130 @@ fn a_congested_spine_port_marks_above_dctcp_k() {
     }
     let ce = got.iter().filter(|(_, b)| b[15] & 3 == 3).count() as u64;
     assert_eq!(ce, spine_marks, "every mark reached h3 as CE");
+    // The report names the hop that marked, and the path each flow took.
+    let r = f.report();
+    let link = |name: &str| {
+        r["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(link("spine1:leaf3")["marked_packets"], spine_marks);
+    assert_eq!(link("spine1:leaf3")["tx_packets"], 400);
+    assert_eq!(link("spine2:leaf3")["tx_packets"], 0);
+    let leaf1 = &r["switches"][0];
+    assert_eq!(leaf1["name"], "leaf1");
+    assert_eq!(leaf1["routes"]["routed"], 200);
+    let to_leaf3 = leaf1["next_hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["to"] == "leaf3")
+        .unwrap();
+    assert_eq!(
+        to_leaf3["names"],
+        serde_json::json!(["leaf1:spine1", "leaf1:spine2"])
+    );
+    assert_eq!(to_leaf3["packets"], serde_json::json!([200, 0]));
     assert!(f.conservation().holds);
     assert_eq!(st.live, 0);
+}
+
+#[test]
+fn a_port_the_maker_refuses_is_named_in_the_error() {
+    let d = desc(
+        "[[switch]]\nname = \"s1\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"s2\"\nhosts = [\"h2\"]\n\
+         [[link]]\na = \"s1\"\nb = \"s2\"\nba = { aqm = \"nosuch\" }\n",
+    );
+    let base = PortConfig {
+        queues: 1,
+        ..PortConfig::default()
+    };
+    let e = Fabric::new(d.clone(), aqm_ports(base.clone(), "dctcp", 100 * US), 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.starts_with("port s2:s1: aqm nosuch:"), "{e}");
+    let tiny = PortDesc {
+        buffer_bytes: Some(100),
+        ..d.links[0].ab.clone()
+    };
+    let mut d = d;
+    d.links[0].ab = tiny;
+    let e = Fabric::new(d, aqm_ports(base, "dctcp", 100 * US), 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.starts_with("port s1:s2: buffer 100 B"), "{e}");
+}
+
+#[test]
+fn random_traffic_over_shaped_links_keeps_every_frame_accounted() {
+    // 2 × 2 leaf-spine, small buffers so some frames drop, 1 Gbit/s hosts,
+    // 2 Gbit/s fabric links with 5 µs delay; random frames between random
+    // hosts at random times. After every step each switch's and link's
+    // counter identities hold; at the end every frame was delivered or is
+    // a counted drop.
+    let d = desc(
+        r#"
+        [defaults]
+        buffer = "8kb"
+        [leaf_spine]
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 2
+        host_rate = "1gbit"
+        fabric_rate = "2gbit"
+        delay = "5us"
+        "#,
+    );
+    let mut f = droptail(d);
+    for s in f.switches_mut() {
+        for p in s.ports_mut() {
+            assert_eq!(p.egress.config().buffer_bytes, 8 * 1024);
+        }
+    }
+    let mut st = VecStore::new();
+    let hosts = f.desc().hosts.clone();
+    let mut rng = SimRng::new(42);
+    let (mut now, mut sent, mut delivered) = (0, 0u64, 0u64);
+    for _ in 0..3000 {
+        let a = (rng.next_u64() % 4) as usize;
+        let b = (a + 1 + (rng.next_u64() % 3) as usize) % 4;
+        let len = 64 + (rng.next_u64() % 1450) as usize;
+        let ports = ((rng.next_u64() % 8) as u16, 80);
+        send(
+            &mut f,
+            &mut st,
+            a,
+            tcp(&hosts[a], &hosts[b], ports, flags::ACK, len),
+            now,
+        );
+        sent += 1;
+        now += rng.next_u64() % 3000;
+        for (h, bytes) in collect(&mut f, &mut st, now) {
+            assert_eq!(bytes[0..6], hosts[h].mac.0, "to its host");
+            delivered += 1;
+        }
+        let c = f.conservation();
+        assert!(c.holds, "{c:?}");
+    }
+    delivered += run_to_idle(&mut f, &mut st, now).len() as u64;
+    let dropped: u64 = f
+        .switches()
+        .iter()
+        .flat_map(|s| s.ports())
+        .map(|p| p.egress.counters().port.dropped.total().pkts)
+        .sum();
+    assert!(dropped > 0, "the small buffers overflowed");
+    assert!(delivered > sent / 2, "{delivered} of {sent}");
+    assert_eq!(delivered + dropped, sent);
+    assert_eq!(f.held_packets(), 0);
+    assert_eq!(st.live, 0);
+    // A frame for a host the fabric does not have is released and counted.
+    send(&mut f, &mut st, 99, vec![0u8; 64], now);
+    assert_eq!((f.unknown_host_frames(), st.live), (1, 0));
 }
