@@ -3,7 +3,7 @@
 //! Layout (see README): a deterministic core that does no I/O and reads no
 //! clock — [`wire`] (packet views), [`bridge`] (L2 learning), [`port`] (egress
 //! queues, buffer, scheduler, AQM, shaper), [`aqm`], [`sched`], [`shaper`],
-//! [`delay`] — and the Linux layer around it: the XDP program loader and the
+//! [`delay`], [`switch`], [`fabric`] (several switches and their links) — and the Linux layer around it: the XDP program loader and the
 //! AF_XDP sockets (`xsk`, which holds the `unsafe` code with the traffic generator's `traffic::sock`), the data-path loop,
 //! host namespaces and the command line.
 
@@ -21,6 +21,7 @@ pub mod cpu;
 pub mod dataplane;
 pub mod delay;
 pub mod exp;
+pub mod fabric;
 pub mod fidelity;
 pub mod harness;
 pub mod ingress;

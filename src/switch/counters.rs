@@ -127,7 +127,7 @@ impl Conservation {
     }
 }
 
-impl<A: Aqm> Switch<A> {
+impl<A: Aqm, F: super::Forwarder> Switch<A, F> {
     /// The counter identities (per port and switch-wide) as they stand now.
     pub fn conservation(&self) -> Conservation {
         let mut ports = Vec::with_capacity(self.ports.len());

@@ -24,10 +24,12 @@
 //! R-AQM the flows' window scales.
 
 mod counters;
+mod forward;
 #[cfg(test)]
 mod tests;
 
 pub use counters::{Balance, Conservation, IoCounters, PortBalance};
+pub use forward::Forwarder;
 
 use crate::aqm::{Aqm, DropReason};
 use crate::bridge::{Bridge, BridgeConfig, Forward};
@@ -120,9 +122,10 @@ pub struct PortSpec<A: Aqm> {
     pub delay_ns: Nanos,
 }
 
-/// A learning switch over N egress ports.
-pub struct Switch<A: Aqm> {
-    bridge: Bridge,
+/// A switch over N egress ports; `F` decides where frames go (by default
+/// the learning bridge).
+pub struct Switch<A: Aqm, F: Forwarder = Bridge> {
+    fwd: F,
     ports: Vec<SwitchPort<A>>,
     /// Capture (`--pcap`); None: off, one branch per hook.
     capture: Option<Box<Capture>>,
@@ -134,8 +137,8 @@ pub struct Switch<A: Aqm> {
     raqm_dropped: Vec<Packet>,
 }
 
-impl<A: Aqm> Switch<A> {
-    /// A switch with the given ports (index = port number).
+impl<A: Aqm> Switch<A, Bridge> {
+    /// A learning switch with the given ports (index = port number).
     pub fn new(
         specs: Vec<PortSpec<A>>,
         bridge: BridgeConfig,
@@ -143,6 +146,27 @@ impl<A: Aqm> Switch<A> {
         seed: u64,
     ) -> Result<Self, PortConfigError> {
         let n = specs.len() as u16;
+        Self::with_forwarder(specs, Bridge::new(n, bridge), now, seed)
+    }
+    /// The MAC table.
+    pub fn bridge(&self) -> &Bridge {
+        &self.fwd
+    }
+    /// Forgets MAC entries older than the ageing time.
+    pub fn age(&mut self, now: Nanos) {
+        self.fwd.age(now);
+    }
+}
+
+impl<A: Aqm, F: Forwarder> Switch<A, F> {
+    /// A switch with the given ports (index = port number) whose frames go
+    /// where `fwd` says.
+    pub fn with_forwarder(
+        specs: Vec<PortSpec<A>>,
+        fwd: F,
+        now: Nanos,
+        seed: u64,
+    ) -> Result<Self, PortConfigError> {
         let mut ports = Vec::with_capacity(specs.len());
         for (i, s) in specs.into_iter().enumerate() {
             let egress = EgressPort::new(s.config, s.aqm, now, seed.wrapping_add(i as u64))?;
@@ -156,7 +180,7 @@ impl<A: Aqm> Switch<A> {
             });
         }
         Ok(Switch {
-            bridge: Bridge::new(n, bridge),
+            fwd,
             ports,
             capture: None,
             raqm_scales: None,
@@ -211,13 +235,13 @@ impl<A: Aqm> Switch<A> {
     pub fn ports_mut(&mut self) -> &mut [SwitchPort<A>] {
         &mut self.ports
     }
-    /// The MAC table.
-    pub fn bridge(&self) -> &Bridge {
-        &self.bridge
+    /// The forwarding decision (bridge or route table).
+    pub fn forwarder(&self) -> &F {
+        &self.fwd
     }
-    /// Forgets MAC entries older than the ageing time.
-    pub fn age(&mut self, now: Nanos) {
-        self.bridge.age(now);
+    /// Mutable access to the forwarding decision.
+    pub fn forwarder_mut(&mut self) -> &mut F {
+        &mut self.fwd
     }
 
     /// A frame of `len` bytes arrived on `port` at `now`. The switch owns the
@@ -280,7 +304,10 @@ impl<A: Aqm> Switch<A> {
                 scales.learn(store.bytes_mut(frame, len), l3);
             }
         }
-        match self.bridge.learn_and_forward(port, info.src, info.dst, now) {
+        match self
+            .fwd
+            .forward(port, store.bytes_mut(frame, len), &info, now)
+        {
             Forward::Unicast(out) if (out as usize) < self.ports.len() => {
                 let pure_ack = tcp.is_some_and(|t| t.is_pure_ack());
                 self.unicast(pkt, out, pure_ack, now, store);
@@ -321,25 +348,28 @@ impl<A: Aqm> Switch<A> {
         self.enqueue_on(out as usize, pkt, now, store);
     }
 
-    /// A copy of `pkt` to every port but its ingress port; the last one
-    /// gets the original frame.
+    /// A copy of `pkt` to every port the forwarder floods to (a bridge: all
+    /// but the ingress port); the last one gets the original frame.
     fn flood<S: FrameStore>(&mut self, pkt: Packet, now: Nanos, store: &mut S) {
-        let port = pkt.ingress_port as usize;
-        self.ports[port].io.flooded += 1;
-        let n = self.ports.len();
-        if n < 2 {
+        let port = pkt.ingress_port;
+        self.ports[port as usize].io.flooded += 1;
+        let n = self.ports.len() as u16;
+        let fwd = &self.fwd;
+        let Some(last) = (0..n).rev().find(|&o| fwd.floods_to(port, o)) else {
             // No other port: nowhere to send it.
-            return self.filter(port as u16, pkt.frame, store);
-        }
-        let last = if port == n - 1 { n - 2 } else { n - 1 };
-        for o in (0..n).filter(|&o| o != port && o != last) {
-            self.ports[port].io.flood_copies += 1;
+            return self.filter(port, pkt.frame, store);
+        };
+        for o in 0..last {
+            if !self.fwd.floods_to(port, o) {
+                continue;
+            }
+            self.ports[port as usize].io.flood_copies += 1;
             match store.clone_frame(pkt.frame, pkt.len) {
-                Some(frame) => self.enqueue_on(o, Packet { frame, ..pkt }, now, store),
-                None => self.count_ingress_drop(port as u16, DropReason::NoFrame),
+                Some(frame) => self.enqueue_on(o as usize, Packet { frame, ..pkt }, now, store),
+                None => self.count_ingress_drop(port, DropReason::NoFrame),
             }
         }
-        self.enqueue_on(last, pkt, now, store);
+        self.enqueue_on(last as usize, pkt, now, store);
     }
 
     /// Enqueues `pkt` on egress port `out` and, when capturing, notes its

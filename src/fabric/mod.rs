@@ -1,0 +1,349 @@
+//! Fabrics: several switches and the links between them as one
+//! deterministic machine — frames in at host ports, time as an argument,
+//! frames out at host ports. No sockets, no clock (SPEC §6).
+//!
+//! ```text
+//!  host h1 ─▶ leaf1 ─┬─ leaf1:spine1 ─▶ spine1 ─ spine1:leaf2 ─┬─▶ leaf2 ─▶ host h3
+//!                    └─ leaf1:spine2 ─▶ spine2 ─ spine2:leaf2 ─┘
+//!  every arrow into a switch: Switch::ingress (parse → Routes: route / ECMP / proxy ARP → egress port)
+//!  every link direction:      the full egress port (classify, buffer, AQM, scheduler, shaper)
+//!                             + its delay line, then the far switch's ingress
+//! ```
+//!
+//! Each switch is a [`Switch`] whose [`Forwarder`](crate::switch::Forwarder)
+//! is its route table ([`Routes`]); its ports are its hosts' ports, then one
+//! per link ([`Layout`]). A link direction `leaf1 → spine2` is leaf1's egress
+//! port `leaf1:spine2` — queues, AQM, shaper and the delay line the switch
+//! already has — and what leaves that delay line is handed to spine2's
+//! ingress in the same [`Fabric::poll`], with no copy and no system call:
+//! the frame stays where it is in the frame store (the UMEM in the data
+//! path). A frame is delivered at the `now` of the poll that finds its
+//! delay elapsed; driven by [`Fabric::next_event`] that is the exact time.
+//!
+//! Topology: [`topology`] (TOML and the leaf-spine shorthand); forwarding:
+//! [`routes`] (shortest paths, ECMP, proxy ARP, the flood tree).
+
+pub mod arp;
+pub mod build;
+pub mod layout;
+pub mod routes;
+#[cfg(test)]
+mod tests;
+pub mod topology;
+
+pub use build::aqm_ports;
+pub use layout::{Layout, PortRole};
+pub use routes::{Dest, Group, RouteCounters, Routes};
+pub use topology::{FabricDesc, HostDesc, LinkDesc, PortDesc, SwitchDesc, TopologyError};
+
+use crate::aqm::Aqm;
+use crate::packet::{FrameId, FrameStore, Packet};
+use crate::port::PortConfig;
+use crate::switch::{Conservation, PortSpec, Switch, SwitchPort};
+use crate::units::Nanos;
+
+/// What the caller's port maker is told about one egress port.
+#[derive(Debug)]
+pub struct PortCtx<'a> {
+    /// `leaf1:spine2` or `leaf1:h3`.
+    pub name: String,
+    /// The switch the port is on.
+    pub switch: &'a str,
+    /// What it faces.
+    pub role: PortRole,
+    /// The topology's settings for it.
+    pub desc: &'a PortDesc,
+}
+
+/// A fabric that cannot be built (a port the maker refused).
+#[derive(Debug, thiserror::Error)]
+#[error("port {port}: {err}")]
+pub struct FabricError {
+    /// The port's name.
+    pub port: String,
+    /// Why.
+    pub err: String,
+}
+
+/// The counters of one link direction: the egress port at its start (with
+/// its wire) and the name `from:to`.
+pub struct LinkView<'f, A: Aqm> {
+    /// `leaf1:spine2`.
+    pub name: String,
+    /// The egress port (queues, AQM, shaper, delay line and their counters).
+    pub port: &'f SwitchPort<A>,
+}
+
+/// Several switches joined by in-memory links, stepped with one `now`.
+pub struct Fabric<A: Aqm> {
+    desc: FabricDesc,
+    layout: Layout,
+    switches: Vec<Switch<A, Routes>>,
+    /// Frames between two switches within one poll (no allocation per poll).
+    transit: Vec<(usize, u16, Packet)>,
+    /// Switches that got frames in the last round of a poll.
+    dirty: Vec<bool>,
+    /// Frames handed to [`Fabric::ingress`] for a host it does not have
+    /// (a caller's bug; released and counted).
+    unknown_host: u64,
+}
+
+impl<A: Aqm> Fabric<A> {
+    /// Builds the fabric `desc` at `now`. `make_port` gives each egress port
+    /// its configuration and AQM ([`aqm_ports`] builds the usual ones); the
+    /// topology's rate and buffer overwrite what it returns, and the
+    /// topology's delay becomes the port's delay line.
+    pub fn new(
+        desc: FabricDesc,
+        mut make_port: impl FnMut(&PortCtx) -> Result<(PortConfig, A), String>,
+        now: Nanos,
+    ) -> Result<Self, FabricError> {
+        let layout = Layout::new(&desc);
+        let routes = routes::compute(&desc, &layout);
+        let mut switches = Vec::with_capacity(desc.switches.len());
+        for (s, r) in routes.into_iter().enumerate() {
+            let mut specs = Vec::with_capacity(layout.ports[s].len());
+            for (p, &role) in layout.ports[s].iter().enumerate() {
+                let ctx = PortCtx {
+                    name: layout.port_name(&desc, s, p as u16),
+                    switch: &desc.switches[s].name,
+                    role,
+                    desc: layout.port_desc(&desc, s, p as u16),
+                };
+                let (mut config, aqm) = make_port(&ctx).map_err(|err| FabricError {
+                    port: ctx.name.clone(),
+                    err,
+                })?;
+                config.rate = ctx.desc.rate;
+                if let Some(b) = ctx.desc.buffer_bytes {
+                    config.buffer_bytes = b;
+                }
+                specs.push(PortSpec {
+                    name: ctx.name,
+                    config,
+                    aqm,
+                    delay_ns: ctx.desc.delay_ns,
+                });
+            }
+            let seed = routes::switch_seed(desc.seed, s);
+            let sw = Switch::with_forwarder(specs, r, now, seed).map_err(|e| FabricError {
+                port: desc.switches[s].name.clone(),
+                err: e.to_string(),
+            })?;
+            switches.push(sw);
+        }
+        let n = switches.len();
+        Ok(Fabric {
+            desc,
+            layout,
+            switches,
+            transit: Vec::with_capacity(1024),
+            dirty: vec![false; n],
+            unknown_host: 0,
+        })
+    }
+
+    /// The topology.
+    pub fn desc(&self) -> &FabricDesc {
+        &self.desc
+    }
+    /// The port numbers.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    /// The switches, in the topology's order.
+    pub fn switches(&self) -> &[Switch<A, Routes>] {
+        &self.switches
+    }
+    /// Mutable access to the switches (e.g. PRED's controller on a port).
+    pub fn switches_mut(&mut self) -> &mut [Switch<A, Routes>] {
+        &mut self.switches
+    }
+    /// The switch named `name`.
+    pub fn switch(&self, name: &str) -> Option<&Switch<A, Routes>> {
+        self.desc.switch_index(name).map(|s| &self.switches[s])
+    }
+
+    /// Every link direction, named `from:to`, in link order (a → b, b → a).
+    pub fn links(&self) -> impl Iterator<Item = LinkView<'_, A>> + '_ {
+        self.layout
+            .ports
+            .iter()
+            .enumerate()
+            .flat_map(move |(s, ports)| {
+                ports.iter().enumerate().filter_map(move |(p, r)| match r {
+                    PortRole::Link { .. } => Some(LinkView {
+                        name: self.layout.port_name(&self.desc, s, p as u16),
+                        port: &self.switches[s].ports()[p],
+                    }),
+                    PortRole::Host(_) => None,
+                })
+            })
+    }
+    /// The link direction named `from:to` (`leaf1:spine2`).
+    pub fn link(&self, name: &str) -> Option<LinkView<'_, A>> {
+        self.links().find(|l| l.name == name)
+    }
+
+    /// A frame of `len` bytes from host `host` (index into the topology's
+    /// hosts) arrives at its switch at `now`. The fabric owns the frame from
+    /// here on.
+    pub fn ingress<S: FrameStore>(
+        &mut self,
+        host: usize,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        let Some(&(s, p)) = self.layout.host_port.get(host) else {
+            // Not a host of this fabric: a caller's bug; keep the frame accounted.
+            self.unknown_host += 1;
+            store.release(frame);
+            return;
+        };
+        self.switches[s].ingress(p, frame, len, now, store);
+    }
+
+    /// Moves everything due by `now`: each switch's departures that reach a
+    /// host go to `tx(host, packet)` (which owns the frame from then on);
+    /// those that reach another switch enter it at once, and may go on
+    /// through it in the same call when nothing holds them (an unshaped,
+    /// zero-delay path crosses the whole fabric in one poll).
+    pub fn poll<S: FrameStore>(
+        &mut self,
+        now: Nanos,
+        store: &mut S,
+        mut tx: impl FnMut(usize, Packet),
+    ) {
+        self.dirty.fill(true);
+        // A frame crosses at most one link per round and shortest paths have
+        // fewer links than there are switches; the bound is for safety only:
+        // what is left stays queued and next_event reports it due.
+        for _round in 0..=self.switches.len() {
+            let mut transit = std::mem::take(&mut self.transit);
+            for (s, sw) in self.switches.iter_mut().enumerate() {
+                if !std::mem::replace(&mut self.dirty[s], false) {
+                    continue;
+                }
+                let roles = &self.layout.ports[s];
+                sw.poll(now, store, |p, pkt| match roles[p as usize] {
+                    PortRole::Host(h) => tx(h, pkt),
+                    PortRole::Link {
+                        peer, peer_port, ..
+                    } => transit.push((peer, peer_port, pkt)),
+                });
+            }
+            let moved = !transit.is_empty();
+            for (peer, peer_port, pkt) in transit.drain(..) {
+                self.dirty[peer] = true;
+                self.switches[peer].ingress(peer_port, pkt.frame, pkt.len, now, store);
+            }
+            self.transit = transit;
+            if !moved {
+                break;
+            }
+        }
+    }
+
+    /// What every switch decided and what every link carried, queued, marked
+    /// and dropped, by name — the per-hop answer to "where did it queue".
+    pub fn report(&self) -> serde_json::Value {
+        let switches: Vec<_> = self
+            .desc
+            .switches
+            .iter()
+            .zip(&self.switches)
+            .map(|(d, s)| {
+                serde_json::json!({
+                    "name": d.name,
+                    "routes": s.forwarder().counters(),
+                    "next_hops": s.forwarder().groups(),
+                })
+            })
+            .collect();
+        let links: Vec<_> = self
+            .links()
+            .map(|l| {
+                let c = &l.port.egress.counters().port;
+                serde_json::json!({
+                    "name": l.name,
+                    "tx_packets": l.port.io.tx_packets,
+                    "tx_bytes": l.port.io.tx_bytes,
+                    "marked_packets": c.marked.total().pkts,
+                    "dropped_packets": c.dropped.total().pkts,
+                    "backlog_bytes": l.port.egress.backlog_bytes(),
+                    "on_wire_packets": l.port.wire.len(),
+                })
+            })
+            .collect();
+        serde_json::json!({ "switches": switches, "links": links })
+    }
+
+    /// Frames given to [`ingress`](Self::ingress) for a host number the
+    /// fabric does not have (released).
+    pub fn unknown_host_frames(&self) -> u64 {
+        self.unknown_host
+    }
+
+    /// The earliest time [`poll`](Self::poll) has something to do.
+    pub fn next_event(&self, now: Nanos) -> Option<Nanos> {
+        self.switches.iter().filter_map(|s| s.next_event(now)).min()
+    }
+
+    /// Packets held anywhere in the fabric (queues, wires, VIQs).
+    pub fn held_packets(&self) -> u64 {
+        self.switches.iter().map(|s| s.held_packets()).sum()
+    }
+
+    /// Releases every held frame (shutdown).
+    pub fn drain<S: FrameStore>(&mut self, store: &mut S) {
+        for s in &mut self.switches {
+            s.drain(store);
+        }
+    }
+
+    /// Every switch's counter identities, and every link's: what left a
+    /// link's delay line entered the far switch on that link's port.
+    pub fn conservation(&self) -> FabricConservation {
+        let switches: Vec<Conservation> = self.switches.iter().map(|s| s.conservation()).collect();
+        let mut link_failures = Vec::new();
+        for (s, ports) in self.layout.ports.iter().enumerate() {
+            for (p, r) in ports.iter().enumerate() {
+                if let PortRole::Link {
+                    peer, peer_port, ..
+                } = *r
+                {
+                    let sent = self.switches[s].ports()[p].io.tx_packets;
+                    let got = self.switches[peer].ports()[peer_port as usize]
+                        .io
+                        .rx_packets;
+                    if sent != got {
+                        link_failures.push(format!(
+                            "link {}: {sent} frames left its wire, {got} entered {}",
+                            self.layout.port_name(&self.desc, s, p as u16),
+                            self.desc.switches[peer].name
+                        ));
+                    }
+                }
+            }
+        }
+        let holds = switches.iter().all(|c| c.holds) && link_failures.is_empty();
+        FabricConservation {
+            switches,
+            link_failures,
+            holds,
+        }
+    }
+}
+
+/// The fabric's counter identities.
+#[derive(Debug)]
+pub struct FabricConservation {
+    /// Per switch.
+    pub switches: Vec<Conservation>,
+    /// Links whose two ends disagree.
+    pub link_failures: Vec<String>,
+    /// Everything holds.
+    pub holds: bool,
+}
