@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use softswitch::exp::{self, RunOptions, Scenario};
+use softswitch::timebase::Dilation;
 
 /// Experiment runner: namespaces, switch and traffic for every combination
 /// of a scenario's sweep; results, summaries and plots in one directory.
@@ -55,6 +56,14 @@ enum Cmd {
         /// earlier one's.
         #[arg(long, value_name = "K", default_value_t = 0)]
         first_repeat: u32,
+        /// Time dilation D, overriding the scenario's `dilation`: every
+        /// rate and time in the scenario stays emulated while the switch,
+        /// the hosts' timers and the traffic run D times slower (the wire
+        /// at rate / D), so a rate this machine cannot hold in real time
+        /// keeps every packet count; results are in emulated units and
+        /// record D. 1 = real time.
+        #[arg(long, value_name = "D")]
+        dilation: Option<String>,
     },
     /// Rebuild summary.json, stats.csv and the figures of existing results
     /// from what each repeat stored, without running anything (no root);
@@ -153,6 +162,12 @@ fn run_and_report(sc: &Scenario, name: &str, opts: &RunOptions) -> ExitCode {
             s.changes.join(", ")
         );
     }
+    let d = sc.dilation();
+    if !d.is_none() {
+        println!(
+            "time dilation D = {d}: the scenario's rates and times are emulated; the wire runs at rate / {d} and every time lasts {d} times longer"
+        );
+    }
     match exp::run(sc, name, opts) {
         Ok(r) => {
             println!(
@@ -243,8 +258,16 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             gso_segs,
             repeat,
             first_repeat,
+            dilation,
         } => {
             let mut sc = load(&scenario)?;
+            if let Some(d) = dilation {
+                let d: Dilation = d.parse().map_err(|e| {
+                    eprintln!("softswitch-exp: --dilation: {e}");
+                    ExitCode::from(2)
+                })?;
+                sc.dilation = Some(d.factor());
+            }
             if let Some(n) = repeat {
                 if n == 0 {
                     eprintln!("softswitch-exp: --repeat 0: use at least 1");
