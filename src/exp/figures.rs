@@ -11,6 +11,10 @@
 //! baseline with Fieller's interval; traces over time show one repeat.
 //! Each figure's notes say which, and which points rest on fewer faithful
 //! repeats than asked; its CSV holds exactly what it plots.
+//!
+//! A time-dilated run's figures are in emulated units (the stored results
+//! are), and every panel title — so every CSV row — and the notes say
+//! `D = 4 (emulated)`.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -60,6 +64,10 @@ pub fn write_all(dir: &Path, input: &FigureInput) -> Result<(Vec<PathBuf>, Vec<S
     for sweep in sweeps(input) {
         figs.extend(TRACE_FIGURES.iter().flat_map(|f| f(input, sweep)));
     }
+    let d = input.sc.dilation();
+    for (_, fig) in &mut figs {
+        mark_dilation(fig, d);
+    }
     let mut files = Vec::new();
     let mut notes = input.notes.borrow().clone();
     for (stem, fig) in figs {
@@ -68,6 +76,20 @@ pub fn write_all(dir: &Path, input: &FigureInput) -> Result<(Vec<PathBuf>, Vec<S
         notes.extend(w.notes);
     }
     Ok((files, notes))
+}
+
+/// Under time dilation, says so in every panel title (and so in the CSV's
+/// `panel` column) and in the notes; at D = 1 changes nothing.
+fn mark_dilation(fig: &mut Figure, d: crate::timebase::Dilation) {
+    if d.is_none() {
+        return;
+    }
+    for p in &mut fig.panels {
+        p.title = format!("{} — D = {d} (emulated)", p.title);
+    }
+    fig.notes.push(format!(
+        "time dilation D = {d} (emulated): times and rates are emulated; the wire ran at rate / {d} and every time lasted {d} times longer"
+    ));
 }
 
 fn sweeps(input: &FigureInput) -> Vec<SweepValue> {
@@ -615,4 +637,37 @@ fn goodput_trace(input: &FigureInput, aqm: &str, sweep: SweepValue) -> Option<(S
             notes: vec![trace_note(input, sweep)],
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timebase::Dilation;
+
+    fn fig() -> Figure {
+        Figure::single(Panel {
+            title: "queue length".into(),
+            x_label: "time (s)".into(),
+            y_label: "backlog (KB)".into(),
+            series: vec![],
+            markers: false,
+            x_ticks: None,
+        })
+    }
+
+    #[test]
+    fn dilated_figures_say_d_and_emulated() {
+        let mut f = fig();
+        mark_dilation(&mut f, Dilation::NONE);
+        assert_eq!(f.panels[0].title, "queue length");
+        assert!(f.notes.is_empty());
+        let mut f = fig();
+        mark_dilation(&mut f, Dilation::new(4.0).unwrap());
+        assert_eq!(f.panels[0].title, "queue length — D = 4 (emulated)");
+        assert!(
+            f.notes[0].starts_with("time dilation D = 4 (emulated)"),
+            "{:?}",
+            f.notes
+        );
+    }
 }

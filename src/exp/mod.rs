@@ -16,8 +16,9 @@
 //! * [`timeseries`] — the live-stats samples and their CSV (no root).
 //! * [`plot`], [`figures`] — PNG/SVG line charts with error bars and a CSV
 //!   of what each plots (no root).
-//! * [`scale`] — scaling a scenario to another link rate; the calibration
-//!   that finds the rate this machine holds faithfully.
+//! * [`scale`] — scaling a scenario to another link rate; the calibrations
+//!   that find the smallest time dilation D (default) or the highest rate
+//!   at which this machine holds it faithfully.
 //! * [`runner`] — processes, namespaces, guards (root).
 
 pub mod figures;

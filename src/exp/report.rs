@@ -116,7 +116,7 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
         let m = read_manifest(dir)?;
         if mergeable(&m.sc) != mergeable(&first.sc) || m.scaling != first.scaling {
             bail!(
-                "{} ran another scenario (or another rate) than {} — only repeats of one scenario merge",
+                "{} ran another scenario (or another rate or time dilation) than {} — only repeats of one scenario merge",
                 dir.display(),
                 first_dir.display()
             );

@@ -209,6 +209,24 @@ impl PingStats {
     }
 }
 
+impl PingStats {
+    /// The same probes in emulated time: every RTT / D (ping measures real
+    /// time; under time dilation the network it crossed ran D times slower).
+    pub fn in_emulated_time(mut self, d: crate::timebase::Dilation) -> Self {
+        if d.is_none() {
+            return self;
+        }
+        let k = d.factor();
+        for x in self.rtts_us.iter_mut() {
+            *x /= k;
+        }
+        self.mean_us /= k;
+        self.p50_us /= k;
+        self.p99_us /= k;
+        self
+    }
+}
+
 /// The busiest port's sojourn times over one run, from the switch's exit
 /// counters (`ports[].egress.port.sojourn`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -280,7 +298,7 @@ pub struct ComboResult {
     pub queries: Vec<QueryRow>,
     /// Static flows.
     pub statics: Vec<StaticFlowResult>,
-    /// Wall time of the traffic, µs.
+    /// Wall time of the traffic, µs, emulated (real / D under time dilation).
     pub wall_us: u64,
     /// The switch's counters.
     pub switch: SwitchTotals,
@@ -479,5 +497,15 @@ rtt min/avg/max/mdev = 0.250/0.581/1.080/0.359 ms
         assert_eq!(p.rtts_us, vec![415.0, 1080.0, 250.0]);
         assert_eq!((p.p50_us, p.p99_us), (415.0, 1080.0));
         assert!((p.mean_us - 581.666).abs() < 0.01);
+        // Under time dilation D = 4 ping's real RTTs are 4 times the
+        // emulated ones; counts stay.
+        let e = p
+            .clone()
+            .in_emulated_time(crate::timebase::Dilation::new(4.0).unwrap());
+        assert_eq!((e.count, e.lost), (3, 1));
+        assert_eq!(e.rtts_us, vec![103.75, 270.0, 62.5]);
+        assert_eq!((e.p50_us, e.p99_us), (103.75, 270.0));
+        assert!((e.mean_us - 581.666 / 4.0).abs() < 0.01);
+        assert_eq!(p.clone().in_emulated_time(Default::default()), p);
     }
 }

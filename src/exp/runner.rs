@@ -8,6 +8,17 @@
 //! sees the stop flag, unwinds and lets the guards clean up. The run ends
 //! with a check for leftovers (namespaces with the run's prefix, live
 //! children).
+//!
+//! Time dilation (the scenario's `dilation`, `run --dilation D`): D goes to
+//! the hosts (`topo::up`), to every `softswitch-tg` and to the switch
+//! (`--dilation D`), and every time and rate the scenario states is handed
+//! over emulated (each tool converts). What the runner times itself — the
+//! live-stats polling period, the ping probe's start, interval and timeout
+//! and the wait for its last reply, the reachability check's timeout — is
+//! stretched by D, and what it measures itself is brought back to emulated
+//! time (the traffic's wall time, the polling timestamps, ping's RTTs). The
+//! switch's JSON and time series and the generators' reports are already
+//! emulated and are stored as they come.
 
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
@@ -23,6 +34,7 @@ use serde_json::{json, Value};
 
 use super::report;
 use super::scenario::{Combo, Scenario, SweepValue, TrafficSpec};
+use crate::timebase::Dilation;
 use crate::topo::{self, CongestionControl, TopoConfig, Topology};
 use crate::units::parse_duration;
 
@@ -351,6 +363,7 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
             .as_deref()
             .map(|c| c.parse::<CongestionControl>().unwrap_or_default())
             .unwrap_or_default(),
+        dilation: sc.dilation(),
         ..TopoConfig::default()
     })
 }
@@ -385,6 +398,7 @@ fn manifest(
         "combos": combos,
         "completed": 0,
         "scaling": opts.scaling,
+        "dilation": sc.dilation(),
     })
 }
 
@@ -400,6 +414,7 @@ fn start_servers(sc: &Scenario, opts: &RunOptions, topo: &Topology) -> Result<Ve
         if sc.topology.tcp_pacing {
             c.arg("--tcp-pacing");
         }
+        c.args(dilation_args(sc.dilation()));
         servers.push(Proc::spawn(
             &format!("server on {}", host.name),
             c,
@@ -504,6 +519,22 @@ fn opt_to_string(v: &toml::Value) -> String {
     }
 }
 
+/// `--dilation D` for the switch and the generators; nothing at D = 1, so
+/// an undilated run's command lines are what they always were.
+pub fn dilation_args(d: Dilation) -> Vec<String> {
+    if d.is_none() {
+        Vec::new()
+    } else {
+        vec!["--dilation".into(), d.to_string()]
+    }
+}
+
+/// A timeout of `emulated` for a tool that takes whole seconds (`ping -W`),
+/// in real time: D times longer, rounded up.
+fn whole_real_seconds(d: Dilation, emulated: Duration) -> u64 {
+    d.to_real(emulated).as_secs_f64().ceil().max(1.0) as u64
+}
+
 /// The switch's command line for one AQM.
 pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> Vec<String> {
     let sw = &sc.switch;
@@ -525,6 +556,7 @@ pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> 
         "--duration".into(),
         "3600s".into(),
     ];
+    a.extend(dilation_args(sc.dilation()));
     let mut opt = |flag: &str, v: &Option<String>| {
         if let Some(v) = v {
             a.push(flag.into());
@@ -584,10 +616,12 @@ fn check_paths(sc: &Scenario, topo: &Topology) -> Result<()> {
         TrafficSpec::Incast(i) => i.servers.iter().map(|&s| (i.receiver, s)).collect(),
         TrafficSpec::Static(s) => s.flows.iter().map(|f| (f.client, f.server)).collect(),
     };
+    // One second of emulated time to answer, in real time.
+    let wait = whole_real_seconds(sc.dilation(), Duration::from_secs(1)).to_string();
     for (c, s) in pairs {
         let (from, to) = (&topo.hosts[c - 1], &topo.hosts[s - 1]);
         let ok = (0..3).any(|_| {
-            from.exec(&["ping", "-c", "1", "-W", "1", &to.ip.to_string()])
+            from.exec(&["ping", "-c", "1", "-W", &wait, &to.ip.to_string()])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
@@ -606,12 +640,29 @@ fn check_paths(sc: &Scenario, topo: &Topology) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::topo::{Host, Ipv4Net};
     use std::net::Ipv4Addr;
 
-    fn topo(n: usize) -> Topology {
+    /// Options of a run that starts nothing (binaries that do not exist).
+    pub(crate) fn opts() -> RunOptions {
+        RunOptions {
+            out: std::env::temp_dir().join("softswitch-exp-unit"),
+            quick: false,
+            switch_bin: PathBuf::from("/nonexistent/softswitch"),
+            tg_bin: PathBuf::from("/nonexistent/softswitch-tg"),
+            scenario_dir: PathBuf::from("."),
+            progress: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            fault: None,
+            prefix: None,
+            scaling: None,
+            first_repeat: 0,
+        }
+    }
+
+    pub(crate) fn topo(n: usize) -> Topology {
         Topology {
             prefix: "xt".into(),
             subnet: Ipv4Net::new(Ipv4Addr::new(10, 99, 0, 0), 24).unwrap(),
@@ -677,6 +728,57 @@ mod tests {
         );
         let d = switch_args(&sc, &t, "dctcp", Path::new("/tmp/s.sock")).join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
+    }
+
+    const STATIC: &str = r#"
+        [topology]
+        hosts = 3
+        [switch]
+        aqm = ["dctcp"]
+        rate = "1gbit"
+        [traffic]
+        kind = "static"
+        duration = "2s"
+        flows = [{ server = 1, client = 3 }]
+    "#;
+
+    #[test]
+    fn d_reaches_the_switch_the_hosts_and_the_manifest_only_when_dilated() {
+        let t = topo(3);
+        let sock = Path::new("/tmp/s.sock");
+        let sc1 = Scenario::from_toml(STATIC, Path::new("t.toml")).unwrap();
+        let a1 = switch_args(&sc1, &t, "dctcp", sock);
+        assert!(!a1.contains(&"--dilation".to_string()), "{a1:?}");
+        assert!(topo_config(&sc1, "xt").unwrap().dilation.is_none());
+        let m1 = manifest(&sc1, "t", &opts(), "xt", &t, &sc1.combos(), "now");
+        assert_eq!(m1["dilation"], 1.0);
+
+        let sc4 =
+            Scenario::from_toml(&format!("dilation = 4\n{STATIC}"), Path::new("t.toml")).unwrap();
+        sc4.validate().unwrap();
+        let a4 = switch_args(&sc4, &t, "dctcp", sock);
+        // Everything else is the same, the rate still the emulated one.
+        assert_eq!(a4[..a1.len()], a1[..]);
+        assert_eq!(a4[a1.len()..], ["--dilation", "4"]);
+        assert!(a4.join(" ").contains("--rate 1gbit"), "{a4:?}");
+        assert_eq!(topo_config(&sc4, "xt").unwrap().dilation.factor(), 4.0);
+        let m4 = manifest(&sc4, "t", &opts(), "xt", &t, &sc4.combos(), "now");
+        assert_eq!(m4["dilation"], 4.0);
+        assert_eq!(m4["scenario"]["dilation"], 4.0);
+    }
+
+    #[test]
+    fn timeouts_in_whole_seconds_stretch_and_round_up() {
+        let one = Duration::from_secs(1);
+        assert_eq!(whole_real_seconds(Dilation::NONE, one), 1);
+        assert_eq!(whole_real_seconds(Dilation::new(4.0).unwrap(), one), 4);
+        assert_eq!(whole_real_seconds(Dilation::new(2.5).unwrap(), one), 3);
+        assert_eq!(whole_real_seconds(Dilation::NONE, Duration::ZERO), 1);
+        assert!(dilation_args(Dilation::NONE).is_empty());
+        assert_eq!(
+            dilation_args(Dilation::new(2.5).unwrap()),
+            ["--dilation", "2.5"]
+        );
     }
 
     #[test]

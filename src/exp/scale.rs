@@ -25,10 +25,22 @@
 //!
 //! The scaling is recorded in `manifest.json` and `summary.json`, so a
 //! result says at which rate it was measured and why.
+//!
+//! # Calibrating the time dilation
+//!
+//! Rate scaling shrinks the pipe in packets by f, and with it every
+//! threshold of a few frames and DCTCP's two-segment floor: the experiment
+//! changes. Time dilation (`dilation = D`) keeps every rate, time and
+//! packet count the scenario's and runs the whole experiment D times
+//! slower, so [`calibrate_dilation`] looks for the smallest D at which
+//! this machine runs the scenario's heaviest point faithfully: D = 1, 2,
+//! 4, 8, … up to a cap, stopping at the first D where the switch's fidelity
+//! guard passes every repeat of the probe.
 
 use serde::Serialize;
 
 use super::scenario::{BufferScaling, Scenario, ScenarioError, TrafficSpec};
+use crate::timebase::Dilation;
 use crate::units::{parse_duration, parse_rate, parse_size, Rate};
 
 /// How a scenario was scaled.
@@ -325,6 +337,174 @@ pub fn judge_trial(rate: &str, sc: &Scenario, summary: &serde_json::Value) -> Tr
     }
 }
 
+/// Largest D `calibrate` tries unless told (`--max-dilation`): at 16 a
+/// 10 Gbit/s link runs at 625 Mbit/s on the wire and a 10 s run lasts
+/// 160 s.
+pub const DEFAULT_MAX_DILATION: u32 = 16;
+
+/// Repeats of the probe at each D (the scenario's `repeat`, at most this):
+/// one lucky run is not a verdict.
+pub const DILATION_PROBE_REPEATS: u32 = 3;
+
+/// The factors a dilation calibration tries, smallest first: 1, 2, 4, …
+/// up to `max` (and `max` itself when it is not a power of two).
+pub fn dilation_candidates(max: u32) -> Result<Vec<Dilation>, String> {
+    let top = Dilation::new(max as f64).map_err(|e| format!("--max-dilation {max}: {e}"))?;
+    let mut v = Vec::new();
+    let mut d = 1u32;
+    while d < max {
+        v.push(Dilation::new(d as f64)?);
+        d = d.saturating_mul(2);
+    }
+    v.push(top);
+    Ok(v)
+}
+
+/// One D the calibration tried.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DilationTrial {
+    /// D.
+    pub dilation: Dilation,
+    /// The guard passed every repeat of the probe.
+    pub faithful: bool,
+    /// Largest share of backlogged link time a port lost, over the repeats
+    /// (the guard's figure, in real time).
+    pub max_lost_fraction: f64,
+    /// Repeats judged.
+    pub repeats: usize,
+    /// The guard's reasons (empty when faithful).
+    pub reasons: Vec<String>,
+}
+
+/// What a dilation calibration found.
+#[derive(Clone, Debug, Serialize)]
+pub struct DilationCalibration {
+    /// The scenario's (emulated) rate.
+    pub scenario_rate: String,
+    /// The smallest D accepted, if any up to the cap.
+    pub dilation: Option<Dilation>,
+    /// Every D tried, smallest first (it stops at the first accepted).
+    pub trials: Vec<DilationTrial>,
+    /// The acceptance rule.
+    pub rule: String,
+}
+
+/// Tries each of `candidates` in order with `try_d` and stops at the first
+/// faithful one: the smallest D accepted (None: none up to the cap) and
+/// every trial. `try_d` runs the probe at D and judges it (a fake in tests).
+pub fn search_dilation<F>(
+    candidates: &[Dilation],
+    mut try_d: F,
+) -> anyhow::Result<(Option<Dilation>, Vec<DilationTrial>)>
+where
+    F: FnMut(Dilation) -> anyhow::Result<DilationTrial>,
+{
+    let mut trials = Vec::new();
+    for &d in candidates {
+        let t = try_d(d)?;
+        let ok = t.faithful;
+        trials.push(t);
+        if ok {
+            return Ok((Some(d), trials));
+        }
+    }
+    Ok((None, trials))
+}
+
+/// Judges one D from the probe's `summary.json`: faithful when every repeat
+/// is (the guard's verdict alone — goodput and the rest are the
+/// experiment's result, not the machine's).
+pub fn judge_dilation_trial(d: Dilation, summary: &serde_json::Value) -> DilationTrial {
+    let combos = summary["repeats"].as_array().cloned().unwrap_or_default();
+    let mut reasons = Vec::new();
+    if combos.is_empty() {
+        reasons.push("no combination completed".to_string());
+    }
+    let mut max_lost: f64 = 0.0;
+    for c in &combos {
+        let f = &c["fidelity"];
+        max_lost = max_lost.max(f["max_lost_fraction"].as_f64().unwrap_or(0.0));
+        if f["faithful"] != true {
+            let why: Vec<&str> = f["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str())
+                .collect();
+            reasons.push(format!(
+                "{}: not faithful: {}",
+                c["dir"].as_str().unwrap_or("?"),
+                why.join("; ")
+            ));
+        }
+    }
+    DilationTrial {
+        dilation: d,
+        faithful: reasons.is_empty(),
+        max_lost_fraction: max_lost,
+        repeats: combos.len(),
+        reasons,
+    }
+}
+
+/// The probe a dilation calibration runs: [`probe`] with up to
+/// [`DILATION_PROBE_REPEATS`] repeats.
+pub fn dilation_probe(sc: &Scenario) -> Scenario {
+    let mut p = probe(sc);
+    p.repeat = sc.repeat.clamp(1, DILATION_PROBE_REPEATS);
+    p
+}
+
+/// Runs [`dilation_probe`] of `sc` (quick) at D = 1, 2, 4, … up to `max`
+/// until the guard passes every repeat. Each trial's results go to
+/// `opts.out/d<D>`.
+pub fn calibrate_dilation(
+    sc: &Scenario,
+    name: &str,
+    opts: &super::RunOptions,
+    max: u32,
+) -> anyhow::Result<DilationCalibration> {
+    let candidates = dilation_candidates(max).map_err(|e| anyhow::anyhow!(e))?;
+    let probe = dilation_probe(sc);
+    let (found, trials) = search_dilation(&candidates, |d| {
+        let mut s = probe.clone();
+        s.dilation = Some(d.factor());
+        let mut o = opts.clone();
+        o.out = opts.out.join(format!("d{d}"));
+        o.quick = true;
+        super::run(&s, &format!("{name}-calibrate"), &o)?;
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(o.out.join("summary.json"))?)?;
+        let t = judge_dilation_trial(d, &summary);
+        eprintln!(
+            "calibration: D = {d}: lost {:.2} % of link time at most over {} repeats — {}{}",
+            t.max_lost_fraction * 100.0,
+            t.repeats,
+            if t.faithful {
+                "faithful"
+            } else {
+                "NOT FAITHFUL: "
+            },
+            t.reasons.join("; ")
+        );
+        Ok(t)
+    })?;
+    Ok(DilationCalibration {
+        scenario_rate: sc.switch.rate.clone(),
+        dilation: found,
+        trials,
+        rule: format!(
+            "the heaviest point of the sweep through the first AQM, quick, {} repeat(s), at D = {}: the smallest D at which the fidelity guard passes every repeat",
+            probe.repeat,
+            candidates
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,5 +695,109 @@ mod tests {
             candidates(&sc(FIG5)).unwrap(),
             ["1gbit", "750mbit", "500mbit", "333mbit", "250mbit"]
         );
+    }
+
+    #[test]
+    fn dilation_candidates_double_up_to_the_cap() {
+        let f = |m| {
+            dilation_candidates(m)
+                .unwrap()
+                .iter()
+                .map(|d| d.factor())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(f(16), [1.0, 2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(f(12), [1.0, 2.0, 4.0, 8.0, 12.0]);
+        assert_eq!(f(1), [1.0]);
+        let e = dilation_candidates(5000).unwrap_err();
+        assert!(e.contains("--max-dilation 5000"), "{e}");
+        assert!(dilation_candidates(0).is_err());
+    }
+
+    fn verdict(d: Dilation, faithful: bool) -> DilationTrial {
+        DilationTrial {
+            dilation: d,
+            faithful,
+            max_lost_fraction: if faithful { 0.002 } else { 0.05 },
+            repeats: 3,
+            reasons: if faithful {
+                vec![]
+            } else {
+                vec!["lost 5 %".into()]
+            },
+        }
+    }
+
+    #[test]
+    fn the_search_stops_at_the_smallest_faithful_d() {
+        let c = dilation_candidates(16).unwrap();
+        // Faithful from D = 4 on: 1 and 2 are tried and rejected, 8 and 16
+        // never run.
+        let mut ran = Vec::new();
+        let (d, trials) = search_dilation(&c, |d| {
+            ran.push(d.factor());
+            Ok(verdict(d, d.factor() >= 4.0))
+        })
+        .unwrap();
+        assert_eq!(d.map(|d| d.factor()), Some(4.0));
+        assert_eq!(ran, [1.0, 2.0, 4.0]);
+        assert_eq!(
+            trials.iter().map(|t| t.faithful).collect::<Vec<_>>(),
+            [false, false, true]
+        );
+        // Already faithful in real time: D = 1.
+        let (d, trials) = search_dilation(&c, |d| Ok(verdict(d, true))).unwrap();
+        assert!(d.unwrap().is_none());
+        assert_eq!(trials.len(), 1);
+        // Never faithful: None, every candidate tried.
+        let (d, trials) = search_dilation(&c, |d| Ok(verdict(d, false))).unwrap();
+        assert_eq!(d, None);
+        assert_eq!(trials.len(), 5);
+        // A failed run stops the search with its error.
+        let e = search_dilation(&c, |d| {
+            if d.factor() == 2.0 {
+                anyhow::bail!("the switch exited")
+            }
+            Ok(verdict(d, false))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("the switch exited"));
+    }
+
+    #[test]
+    fn a_dilation_trial_needs_every_repeat_faithful() {
+        let d = Dilation::new(2.0).unwrap();
+        let rep = |dir: &str, faithful: bool, lost: f64| {
+            serde_json::json!({"dir": dir, "fidelity": {"faithful": faithful,
+                "reasons": if faithful { vec![] } else { vec!["port x lost 3 %"] },
+                "max_lost_fraction": lost}})
+        };
+        let t = judge_dilation_trial(
+            d,
+            &serde_json::json!({"repeats": [rep("a-r0", true, 0.004), rep("a-r1", true, 0.001)]}),
+        );
+        assert!(t.faithful && t.reasons.is_empty(), "{t:?}");
+        assert_eq!((t.repeats, t.max_lost_fraction), (2, 0.004));
+        let t = judge_dilation_trial(
+            d,
+            &serde_json::json!({"repeats": [rep("a-r0", true, 0.004), rep("a-r1", false, 0.03)]}),
+        );
+        assert!(!t.faithful);
+        assert_eq!(t.max_lost_fraction, 0.03);
+        assert!(
+            t.reasons[0].starts_with("a-r1: not faithful: port x lost 3 %"),
+            "{:?}",
+            t.reasons
+        );
+        let t = judge_dilation_trial(d, &serde_json::json!({}));
+        assert!(!t.faithful && t.reasons[0].contains("no combination"));
+        // The probe: the heaviest point, a few repeats.
+        let mut s = sc(FIG5);
+        s.repeat = 10;
+        let p = dilation_probe(&s);
+        assert_eq!(p.repeat, DILATION_PROBE_REPEATS);
+        assert_eq!(p.combos().len(), DILATION_PROBE_REPEATS as usize);
+        s.repeat = 1;
+        assert_eq!(dilation_probe(&s).repeat, 1);
     }
 }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::aqm::config::AQM_NAMES;
 use crate::sched::SchedName;
+use crate::timebase::Dilation;
 use crate::units::{parse_duration, parse_rate, parse_size};
 
 /// What is wrong with a scenario, phrased so the user knows what to change.
@@ -61,6 +62,12 @@ pub struct Scenario {
     /// Seed of the flow schedules; repeat `r` uses `seed + r`.
     #[serde(default = "one_u64")]
     pub seed: u64,
+    /// Time dilation D (`dilation = 4`; default 1, real time): every rate
+    /// and time in the scenario is emulated; the switch, the hosts' timers
+    /// and the traffic generators all run D times slower, the wire at
+    /// rate / D (`softswitch-exp run --dilation` overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dilation: Option<f64>,
     /// Host namespaces.
     pub topology: TopologySpec,
     /// Switch settings; `aqm` is a sweep list.
@@ -587,6 +594,14 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The time dilation D the scenario runs at (1 when absent; `validate`
+    /// rejects values outside `1..=1000`).
+    pub fn dilation(&self) -> Dilation {
+        self.dilation
+            .and_then(|d| Dilation::new(d).ok())
+            .unwrap_or_default()
+    }
+
     /// The name for results: `name`, else the file stem.
     pub fn name_or(&self, path: &Path) -> String {
         self.name.clone().unwrap_or_else(|| {
@@ -603,6 +618,9 @@ impl Scenario {
         }
         if self.stats.resamples == 0 {
             return Err(inv("stats.resamples = 0 — use at least 1000".into()));
+        }
+        if let Some(d) = self.dilation {
+            Dilation::new(d).map_err(|e| inv(format!("dilation = {d}: {e}")))?;
         }
         self.validate_topology()?;
         self.validate_switch()?;
@@ -1136,6 +1154,43 @@ mod tests {
 
     fn err(s: &str) -> String {
         parse(s).expect_err("should be rejected").to_string()
+    }
+
+    #[test]
+    fn dilation_is_a_top_level_key_checked_and_one_by_default() {
+        let sc = parse(WORKLOAD).unwrap();
+        assert_eq!(sc.dilation, None);
+        assert!(sc.dilation().is_none());
+        // Absent, it is not written either: a D = 1 manifest is unchanged.
+        assert!(serde_json::to_value(&sc).unwrap().get("dilation").is_none());
+        let text = format!("dilation = 4\n{WORKLOAD}");
+        let sc = parse(&text).unwrap();
+        assert_eq!(sc.dilation().factor(), 4.0);
+        let back: Scenario = serde_json::from_value(serde_json::to_value(&sc).unwrap()).unwrap();
+        assert_eq!(
+            back.dilation().factor(),
+            4.0,
+            "the manifest's scenario keeps D"
+        );
+        assert_eq!(
+            parse(&format!("dilation = 2.5\n{WORKLOAD}"))
+                .unwrap()
+                .dilation()
+                .factor(),
+            2.5
+        );
+        for bad in ["0.5", "0", "-4", "5000"] {
+            let e = err(&format!("dilation = {bad}\n{WORKLOAD}"));
+            assert!(
+                e.contains(&format!("dilation = {bad}")) && e.contains("1..=1000"),
+                "{bad}: {e}"
+            );
+        }
+        let e = err(&format!("dilation = \"fast\"\n{WORKLOAD}"));
+        assert!(e.contains("dilation"), "{e}");
+        // A table is no place for it: run-wide settings are top-level.
+        let e = err(&WORKLOAD.replace("[switch]\n", "[switch]\n        dilation = 4\n"));
+        assert!(e.contains("unknown field `dilation`"), "{e}");
     }
 
     #[test]

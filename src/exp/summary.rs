@@ -410,6 +410,9 @@ pub struct Summary {
     pub baseline: String,
     /// How the scenario was scaled (`null`: at its own rate).
     pub scaling: serde_json::Value,
+    /// Time dilation D it ran at (1: real time); every time and rate here
+    /// is emulated.
+    pub dilation: crate::timebase::Dilation,
     /// FCT size classes, bytes.
     pub size_classes: serde_json::Value,
     /// How the statistics were made.
@@ -652,6 +655,7 @@ pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
         scenario_name: input.name.to_owned(),
         baseline: input.baseline.to_owned(),
         scaling: input.scaling.clone(),
+        dilation: sc.dilation(),
         size_classes: serde_json::json!({
             "small_lt_bytes": crate::traffic::summary::SMALL_MAX_BYTES,
             "large_gt_bytes": crate::traffic::summary::LARGE_MIN_BYTES,
@@ -738,13 +742,20 @@ pub fn fmt_comparison(c: &Comparison) -> String {
 /// spread, every scheme against the baseline with its verdict.
 pub fn console_lines(sc: &Scenario, s: &Summary) -> Vec<String> {
     let m = &s.methods;
-    let mut out = vec![
+    let mut out = Vec::new();
+    if !s.dilation.is_none() {
+        out.push(format!(
+            "time dilation D = {} (emulated): every time and rate below is emulated; the wire ran at rate / {0} and every time lasted {0} times longer",
+            s.dilation
+        ));
+    }
+    out.extend([
         format!("numbers: median [min–max] ({}) n=repeats", m.interval),
         format!(
             "vs {}: {}; {}; {}",
             s.baseline, m.ratio, m.test, m.correction
         ),
-    ];
+    ]);
     let mut sweeps: Vec<SweepValue> = Vec::new();
     for p in &s.points {
         if !sweeps.contains(&p.sweep) {
@@ -1032,6 +1043,29 @@ mod tests {
         assert!(
             text.contains("no difference beyond run-to-run noise"),
             "{text}"
+        );
+        assert!(!text.contains("dilation"), "{text}");
+    }
+
+    #[test]
+    fn the_summary_carries_d_and_says_it_is_emulated() {
+        let sc = scenario(SC);
+        let results = three_schemes();
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s1 = summarize(&input(&sc), &refs);
+        assert!(s1.dilation.is_none());
+        assert_eq!(serde_json::to_value(&s1).unwrap()["dilation"], 1.0);
+        let mut sc4 = sc.clone();
+        sc4.dilation = Some(4.0);
+        let s4 = summarize(&input(&sc4), &refs);
+        assert_eq!(serde_json::to_value(&s4).unwrap()["dilation"], 4.0);
+        // The numbers are the stored (emulated) ones: nothing is converted
+        // again.
+        assert_eq!(s4.points, s1.points);
+        let lines = console_lines(&sc4, &s4);
+        assert!(
+            lines[0].starts_with("time dilation D = 4 (emulated)"),
+            "{lines:?}"
         );
     }
 

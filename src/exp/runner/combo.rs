@@ -24,6 +24,7 @@ use crate::exp::scenario::{Combo, Scenario};
 use crate::exp::timeseries::{
     busiest_port, from_switch_csv, port_backlog_kb, samples_from_snapshot, write_csv, QueueSample,
 };
+use crate::timebase::Dilation;
 use crate::topo::Topology;
 
 /// Runs one combination and writes its `result.json`.
@@ -46,14 +47,14 @@ pub(super) fn run_combo(
     wait_ready(&mut switch, &socket, &dir, opts)?;
     check_paths(sc, topo)?;
     let before = nstat_all(topo);
-    let sampler = Sampler::start(socket.clone());
+    let sampler = Sampler::start(socket.clone(), sc.dilation());
     let traffic = start_traffic(sc, opts, topo, combo, &dir);
     let ping = match &traffic {
         Ok(_) => start_ping(sc, opts, topo, &dir)?,
         Err(_) => None,
     };
-    let waited = traffic.and_then(|procs| wait_traffic(procs, &mut switch, opts, combo));
-    let ping = finish_ping(ping, &dir);
+    let waited = traffic.and_then(|procs| wait_traffic(procs, &mut switch, opts, combo, sc));
+    let ping = finish_ping(ping, &dir, sc.dilation());
     let (polled, offset) = sampler.stop();
     let (procs, wall_us) = waited?;
     let hosts = host_totals(topo, &before, &dir)?;
@@ -135,7 +136,9 @@ fn wait_ready(switch: &mut Proc, socket: &Path, dir: &Path, opts: &RunOptions) -
     }
 }
 
-/// Live snapshots every [`POLL`] from a thread, until stopped.
+/// Live snapshots every [`POLL`] of emulated time (D × [`POLL`] of real
+/// time) from a thread, until stopped; sample times are emulated, as the
+/// switch's own clock (`elapsed_s`) is.
 struct Sampler {
     sampling: Arc<AtomicBool>,
     samples: Arc<Mutex<Vec<QueueSample>>>,
@@ -146,19 +149,20 @@ struct Sampler {
 }
 
 impl Sampler {
-    fn start(socket: PathBuf) -> Self {
+    fn start(socket: PathBuf, dilation: Dilation) -> Self {
         let sampling = Arc::new(AtomicBool::new(true));
         let samples = Arc::new(Mutex::new(Vec::new()));
         let offset_ms = Arc::new(Mutex::new(None::<f64>));
         let thread = {
             let (sampling, samples, offset) =
                 (sampling.clone(), samples.clone(), offset_ms.clone());
+            let period = dilation.to_real(POLL);
             thread::spawn(move || {
                 let start = Instant::now();
                 let mut next = start;
                 while sampling.load(Ordering::SeqCst) {
-                    sample_once(&socket, start, &samples, &offset);
-                    next += POLL;
+                    sample_once(&socket, start, dilation, &samples, &offset);
+                    next += period;
                     let now = Instant::now();
                     if next > now {
                         thread::sleep(next - now);
@@ -189,6 +193,7 @@ impl Sampler {
 fn sample_once(
     socket: &Path,
     start: Instant,
+    dilation: Dilation,
     samples: &Mutex<Vec<QueueSample>>,
     offset: &Mutex<Option<f64>>,
 ) {
@@ -198,7 +203,7 @@ fn sample_once(
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return;
     };
-    let t_ms = start.elapsed().as_millis() as u64;
+    let t_ms = dilation.to_emulated(start.elapsed()).as_millis() as u64;
     let mut o = offset.lock().unwrap_or_else(|e| e.into_inner());
     if o.is_none() {
         if let Some(e) = v["elapsed_s"].as_f64() {

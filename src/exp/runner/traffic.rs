@@ -17,6 +17,7 @@ use crate::exp::scenario::{
     Combo, FlowCount, IncastSpec, Scenario, StaticFlow, StaticSpec, SweepValue, TrafficSpec,
     WorkloadSpec,
 };
+use crate::timebase::Dilation;
 use crate::topo::Topology;
 use crate::units::parse_duration;
 
@@ -34,10 +35,22 @@ struct Spawner<'a> {
     topo: &'a Topology,
     dir: &'a Path,
     port: u16,
+    dilation: Dilation,
     procs: Vec<TrafficProc>,
 }
 
 impl Spawner<'_> {
+    /// `softswitch-tg args [--dilation D]` in `host`, in the combination's
+    /// directory.
+    fn command(&self, host: usize, args: &[String]) -> std::process::Command {
+        let mut c = self.topo.hosts[host - 1].exec(&[]);
+        c.arg(&self.opts.tg_bin)
+            .args(args)
+            .args(super::dilation_args(self.dilation));
+        c.current_dir(self.dir);
+        c
+    }
+
     /// `host:port` of a server host.
     fn addr(&self, h: usize) -> String {
         format!("{}:{}", self.topo.hosts[h - 1].ip, self.port)
@@ -55,9 +68,7 @@ impl Spawner<'_> {
     ) -> Result<()> {
         let h = &self.topo.hosts[host - 1];
         let log = File::create(self.dir.join(format!("{stem}.log")))?;
-        let mut c = h.exec(&[]);
-        c.arg(&self.opts.tg_bin).args(&args);
-        c.current_dir(self.dir);
+        let c = self.command(host, &args);
         self.procs.push(TrafficProc {
             proc_: Proc::spawn(
                 &format!("softswitch-tg in {}", h.name),
@@ -95,6 +106,7 @@ pub(super) fn start_traffic(
         topo,
         dir,
         port,
+        dilation: sc.dilation(),
         procs: Vec::new(),
     };
     match &sc.traffic {
@@ -265,28 +277,10 @@ pub(super) fn start_ping(
     topo: &Topology,
     dir: &Path,
 ) -> Result<Option<Proc>> {
-    let TrafficSpec::Static(s) = &sc.traffic else {
+    let Some((from, script)) = ping_script(sc, opts, topo) else {
         return Ok(None);
     };
-    let Some(p) = &s.ping else {
-        return Ok(None);
-    };
-    let dur = Scenario::static_duration(s, opts.quick);
-    let start = match &p.start {
-        Some(st) => Duration::from_nanos(parse_duration(st).unwrap_or(0)),
-        None => dur / 4,
-    };
-    let interval = Duration::from_nanos(parse_duration(&p.interval).unwrap_or(10_000_000));
-    let run = dur.saturating_sub(start);
-    let count = (run.as_micros() / interval.as_micros().max(1)).max(1);
-    let h = &topo.hosts[p.from - 1];
-    let target = topo.hosts[p.to - 1].ip.to_string();
-    let script = format!(
-        "sleep {:.3}; exec ping -n -Q {} -i {:.3} -c {count} -W 1 {target}",
-        start.as_secs_f64(),
-        (p.dscp as u32) << 2,
-        interval.as_secs_f64(),
-    );
+    let h = &topo.hosts[from - 1];
     let mut c = h.exec(&[]);
     c.args(["sh", "-c", &script]);
     let out = File::create(dir.join("ping.txt"))?;
@@ -299,18 +293,48 @@ pub(super) fn start_ping(
     )?))
 }
 
-/// The probe ends on its own with the run: give it a moment, stop it, and
-/// read its RTTs.
-pub(super) fn finish_ping(ping: Option<Proc>, dir: &Path) -> Option<PingStats> {
+/// The probe's host and shell command, if the scenario has one.
+fn ping_script(sc: &Scenario, opts: &RunOptions, topo: &Topology) -> Option<(usize, String)> {
+    let TrafficSpec::Static(s) = &sc.traffic else {
+        return None;
+    };
+    let p = s.ping.as_ref()?;
+    let dur = Scenario::static_duration(s, opts.quick);
+    let start = match &p.start {
+        Some(st) => Duration::from_nanos(parse_duration(st).unwrap_or(0)),
+        None => dur / 4,
+    };
+    let interval = Duration::from_nanos(parse_duration(&p.interval).unwrap_or(10_000_000));
+    let run = dur.saturating_sub(start);
+    // The count is emulated time over emulated time; ping itself runs in
+    // real time, so its start, interval and timeout stretch by D.
+    let count = (run.as_micros() / interval.as_micros().max(1)).max(1);
+    let d = sc.dilation();
+    let target = topo.hosts[p.to - 1].ip.to_string();
+    let script = format!(
+        "sleep {:.3}; exec ping -n -Q {} -i {:.3} -c {count} -W {} {target}",
+        d.to_real(start).as_secs_f64(),
+        (p.dscp as u32) << 2,
+        d.to_real(interval).as_secs_f64(),
+        super::whole_real_seconds(d, Duration::from_secs(1)),
+    );
+    Some((p.from, script))
+}
+
+/// The probe ends on its own with the run: give it a moment (2 s
+/// emulated), stop it, and read its RTTs — real time in `ping.txt`,
+/// emulated in what is returned.
+pub(super) fn finish_ping(ping: Option<Proc>, dir: &Path, d: Dilation) -> Option<PingStats> {
     let mut p = ping?;
     let t = Instant::now();
-    while p.exited().is_none() && t.elapsed() < Duration::from_secs(2) {
+    while p.exited().is_none() && t.elapsed() < d.to_real(Duration::from_secs(2)) {
         thread::sleep(Duration::from_millis(20));
     }
     p.stop(Duration::from_millis(200));
-    Some(PingStats::from_ping_output(
-        &fs::read_to_string(dir.join("ping.txt")).unwrap_or_default(),
-    ))
+    Some(
+        PingStats::from_ping_output(&fs::read_to_string(dir.join("ping.txt")).unwrap_or_default())
+            .in_emulated_time(d),
+    )
 }
 
 /// A relative path from the scenario's directory if it exists there, else as given.
@@ -327,12 +351,15 @@ pub(super) fn resolve(base: &Path, p: &str) -> PathBuf {
 }
 
 /// Waits for every traffic process; fails fast when one fails, the switch
-/// dies, or the user interrupts. Returns the processes and the wall time.
+/// dies, or the user interrupts. Returns the processes and the wall time
+/// in emulated µs (real / D: the FCT summary's goodput divides the bytes
+/// by it).
 pub(super) fn wait_traffic(
     mut procs: Vec<TrafficProc>,
     switch: &mut Proc,
     opts: &RunOptions,
     combo: &Combo,
+    sc: &Scenario,
 ) -> Result<(Vec<TrafficProc>, u64)> {
     let t0 = Instant::now();
     let mut killed = false;
@@ -362,7 +389,7 @@ pub(super) fn wait_traffic(
             }
         }
         if running == 0 {
-            return Ok((procs, t0.elapsed().as_micros() as u64));
+            return Ok((procs, sc.dilation().emulated_us(t0.elapsed())));
         }
         thread::sleep(Duration::from_millis(20));
     }
@@ -429,5 +456,76 @@ fn static_result(p: &TrafficProc, rep: &Value) -> StaticFlowResult {
         start_ms: rep["start_ms"].as_u64().unwrap_or(0),
         size: rep["size"].as_u64(),
         fct_us: rep["fct_us"].as_u64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{opts, topo};
+    use super::*;
+    use crate::timebase::Dilation;
+
+    fn args_of(c: &std::process::Command) -> Vec<String> {
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn generators_get_d_only_when_dilated() {
+        let (o, t) = (opts(), topo(3));
+        let mut sp = Spawner {
+            opts: &o,
+            topo: &t,
+            dir: Path::new("/tmp"),
+            port: SERVER_PORT,
+            dilation: Dilation::NONE,
+            procs: Vec::new(),
+        };
+        let args = strings(&["long", "--server", "10.99.0.1:5001", "--duration", "2000ms"]);
+        let a1 = args_of(&sp.command(2, &args));
+        assert_eq!(a1[..3], ["netns", "exec", "xt-h2"]);
+        assert_eq!(a1[4..], args[..], "D = 1: the command line of old");
+        sp.dilation = Dilation::new(4.0).unwrap();
+        let a4 = args_of(&sp.command(2, &args));
+        // The times stay emulated: the generator converts them.
+        assert_eq!(a4[4..a4.len() - 2], args[..]);
+        assert_eq!(a4[a4.len() - 2..], ["--dilation", "4"]);
+    }
+
+    #[test]
+    fn the_ping_probe_runs_in_real_time_d_times_slower() {
+        let text = r#"
+            [topology]
+            hosts = 3
+            [switch]
+            aqm = ["dctcp"]
+            [traffic]
+            kind = "static"
+            duration = "8s"
+            flows = [{ server = 1, client = 3 }]
+            [traffic.ping]
+            from = 3
+            to = 2
+            dscp = 2
+            interval = "10ms"
+            start = "2s"
+        "#;
+        let (o, t) = (opts(), topo(3));
+        let sc1 = Scenario::from_toml(text, Path::new("t.toml")).unwrap();
+        let (h, s1) = ping_script(&sc1, &o, &t).unwrap();
+        assert_eq!(h, 3);
+        assert_eq!(
+            s1,
+            "sleep 2.000; exec ping -n -Q 8 -i 0.010 -c 600 -W 1 10.99.0.2"
+        );
+        let sc4 =
+            Scenario::from_toml(&format!("dilation = 4\n{text}"), Path::new("t.toml")).unwrap();
+        let (_, s4) = ping_script(&sc4, &o, &t).unwrap();
+        // The same 600 probes over 6 s emulated: 24 s of real time.
+        assert_eq!(
+            s4,
+            "sleep 8.000; exec ping -n -Q 8 -i 0.040 -c 600 -W 4 10.99.0.2"
+        );
     }
 }
