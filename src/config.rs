@@ -7,6 +7,7 @@
 //! buffer = "96kb"         # shared buffer per port
 //! delay = "0"             # one-way delay after the shaper
 //! rtt = "250us"           # base RTT the AQM defaults are scaled to
+//! dilation = 1            # time dilation D: rates and times above are emulated
 //! queues = 8
 //! sched = "dwrr"          # sp | dwrr | wfq | sp+dwrr | sp+wfq
 //! quantum = [1514]        # per queue (one value = all queues)
@@ -30,6 +31,7 @@ use crate::cli::RunArgs;
 use crate::port::{Classifier, NotEctPolicy, PortConfig};
 use crate::sched::SchedConfig;
 use crate::shaper;
+use crate::timebase::Dilation;
 use crate::units::{self, Nanos, Rate};
 
 /// Default base RTT the AQM defaults are scaled to (the TCN testbed's ≈ 250 µs, tcn.txt §6.1).
@@ -139,6 +141,8 @@ pub struct FileConfig {
     pub pcap_snaplen: Option<u32>,
     /// Bound of one capture file, MB.
     pub pcap_max_mb: Option<f64>,
+    /// Time dilation D (`dilation = 4`; default 1: real time).
+    pub dilation: Option<f64>,
     /// Per-port overrides, by interface name.
     pub port: Option<BTreeMap<String, PortOverride>>,
 }
@@ -295,6 +299,9 @@ pub struct Settings {
     pub raqm: Option<crate::raqm::Config>,
     /// Frames each emulated host link may hold (`--ingress-limit`).
     pub ingress_limit: u32,
+    /// Time dilation (`--dilation`): every rate and time above is emulated;
+    /// the data path runs the core D times slower than real time.
+    pub dilation: Dilation,
 }
 
 impl Settings {
@@ -353,6 +360,9 @@ impl Settings {
                 ));
             }
         }
+        if !self.dilation.is_none() {
+            out.push_str(&self.describe_dilation());
+        }
         if self.poll != crate::poll::PollMode::Busy {
             out.push_str(&format!(
                 "data path: --poll {} (sleeps until just before the next departure while backlogged)\n",
@@ -371,6 +381,28 @@ impl Settings {
             g.max_stalled * 100.0
         ));
         out
+    }
+}
+
+impl Settings {
+    /// The start-up line of a dilated run: D, and what the first port's
+    /// emulated rate is on the wire.
+    fn describe_dilation(&self) -> String {
+        let d = self.dilation;
+        let wire = match self.ports.first().map(|p| p.port.rate) {
+            Some(r) if r.bps() > 0 => format!(
+                " (port {}: {} emulated = {} on the wire)",
+                self.ports[0].name,
+                r,
+                d.wire_rate(r)
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "time dilation D = {d}: the rates, delays and AQM times above are emulated; the switch \
+             sends at rate / {d} in real time{wire} and every time lasts {d} times longer; reports \
+             give emulated times and rates, the fidelity guard's own figures real time\n"
+        )
     }
 }
 
@@ -717,7 +749,16 @@ pub fn resolve(args: &RunArgs) -> Result<Settings, ConfigError> {
         ));
     }
     let pcap = crate::capture::PcapSettings::resolve(args, &file, &ports)?;
+    let dilation = match (&args.dilation, file.dilation) {
+        (Some(d), _) => d
+            .parse()
+            .map_err(|e: String| ConfigError::Invalid(format!("--dilation: {e}")))?,
+        (None, Some(d)) => Dilation::new(d)
+            .map_err(|e| ConfigError::Invalid(format!("dilation in the config file: {e}")))?,
+        (None, None) => Dilation::NONE,
+    };
     Ok(Settings {
+        dilation,
         pcap,
         raqm,
         ingress_limit,
@@ -867,6 +908,58 @@ mod tests {
             FileConfig::parse("cpu = \"1\"\n").unwrap().cpu.as_deref(),
             Some("1")
         );
+    }
+
+    #[test]
+    fn dilation_from_flag_or_file_and_bad_values_say_what_d_is() {
+        let s = resolve(&args(&["--ports", "a"])).unwrap();
+        assert!(s.dilation.is_none());
+        assert!(!s.describe().contains("dilation"));
+        let s = resolve(&args(&[
+            "--ports",
+            "a",
+            "--rate",
+            "1gbit",
+            "--dilation",
+            "4",
+        ]))
+        .unwrap();
+        assert_eq!(s.dilation.factor(), 4.0);
+        // Rates and times stay emulated in the settings; the start-up text
+        // says what goes on the wire.
+        assert_eq!(s.ports[0].port.rate, Rate::gbit(1));
+        let d = s.describe();
+        assert!(
+            d.contains("time dilation D = 4") && d.contains("1gbit emulated = 250mbit on the wire"),
+            "{d}"
+        );
+        for bad in ["0.5", "0", "fast", "2000"] {
+            let e = resolve(&args(&["--ports", "a", "--dilation", bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("--dilation: dilation"), "{bad}: {e}");
+        }
+        let dir = std::env::temp_dir().join(format!("ss-dil-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(&file, "ports = [\"a\"]\ndilation = 2.5\n").unwrap();
+        let f = file.to_str().unwrap();
+        assert_eq!(
+            resolve(&args(&["--config", f])).unwrap().dilation.factor(),
+            2.5
+        );
+        // The flag wins over the file.
+        let s = resolve(&args(&["--config", f, "--dilation", "4"])).unwrap();
+        assert_eq!(s.dilation.factor(), 4.0);
+        std::fs::write(&file, "ports = [\"a\"]\ndilation = 4\n").unwrap();
+        assert_eq!(
+            resolve(&args(&["--config", f])).unwrap().dilation.factor(),
+            4.0
+        );
+        std::fs::write(&file, "ports = [\"a\"]\ndilation = 0\n").unwrap();
+        let e = resolve(&args(&["--config", f])).unwrap_err().to_string();
+        assert!(e.contains("dilation in the config file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

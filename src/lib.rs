@@ -33,6 +33,7 @@ pub mod sched;
 pub mod shaper;
 pub mod stats;
 pub mod switch;
+pub mod timebase;
 pub mod timeseries;
 pub mod topo;
 pub mod traffic;
