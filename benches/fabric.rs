@@ -70,7 +70,9 @@ fn single_switch() -> Switch<AqmKind> {
         .map(|i| PortSpec {
             name: format!("p{i}"),
             config: port_config(),
-            aqm: AqmConfig::DropTail.build(&env).unwrap(),
+            aqm: AqmConfig::DropTail(softswitch::aqm::droptail::Config {})
+                .build(&env)
+                .unwrap(),
             delay_ns: 0,
         })
         .collect();

@@ -3,7 +3,9 @@
 # 1 Gbit/s with TCN marking, a 10 s iperf3 transfer, then what the switch and
 # the hosts saw. Sets up whatever is missing first. Usage: scripts/demo.sh (as root;
 # otherwise it re-runs itself with sudo)
-# Environment: AQM (default tcn), RATE (1gbit), DURATION (10), PREFIX (demo).
+# Environment: AQM (default tcn), RATE (1gbit, emulated), DILATION (time
+# dilation D, default 1: the wire runs at RATE / D and every time D times
+# longer; README, "Time dilation"), DURATION (10, real seconds), PREFIX (demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
@@ -14,6 +16,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 AQM=${AQM:-tcn}
 RATE=${RATE:-1gbit}
+DILATION=${DILATION:-1}
 SECS=${DURATION:-10}
 PREFIX=${PREFIX:-demo}
 
@@ -37,9 +40,9 @@ H1=${PREFIX}-h1
 H2=${PREFIX}-h2
 IP2=$(ip netns exec "$H2" ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 
-echo "[demo] starting: softswitch --ports $PORTS --rate $RATE --aqm $AQM --rtt 250us"
+echo "[demo] starting: softswitch --ports $PORTS --rate $RATE --aqm $AQM --rtt 250us --dilation $DILATION"
 LOG=$(mktemp -d)
-"$SS" --ports "$PORTS" --rate "$RATE" --aqm "$AQM" --rtt 250us --stats-socket "$SOCK" \
+"$SS" --ports "$PORTS" --rate "$RATE" --aqm "$AQM" --rtt 250us --dilation "$DILATION" --stats-socket "$SOCK" \
   >"$LOG/switch.out" 2>"$LOG/switch.err" &
 SW_PID=$!
 for _ in $(seq 100); do grep -q "forwarding between" "$LOG/switch.err" 2>/dev/null && break; sleep 0.1; done
@@ -51,6 +54,9 @@ ip netns exec "$H2" iperf3 -s -1 -D
 sleep 0.3
 ip netns exec "$H1" nstat -n
 echo "[demo] iperf3 $H1 -> $H2 for ${SECS}s"
+if [ "$DILATION" != 1 ]; then
+  echo "[demo] time dilation D = $DILATION: iperf3 reports real time and the wire's rate (x $DILATION = emulated); the switch reports emulated time and rates"
+fi
 ip netns exec "$H1" iperf3 -c "$IP2" -t "$SECS" -i 2 &
 IPERF=$!
 sleep 2

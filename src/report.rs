@@ -1,5 +1,11 @@
 //! Human-readable counters, rendered from the JSON snapshot (the same text for
 //! the exit report and for `softswitch stats`).
+//!
+//! A time-dilated run (`dilation` in the snapshot) is reported in emulated
+//! time and rates — elapsed time, Mbit/s, sojourns, AQM and R-AQM times —
+//! except the fidelity guard's figures (each port's backlogged and lost
+//! link time, the loop's passes and stalls, the verdict), which are what
+//! the machine did, in real time; the text says which is which.
 
 use serde_json::Value;
 
@@ -74,26 +80,40 @@ fn diffecn_lines(p: &Value) -> String {
 }
 
 /// What to do about a NOT FAITHFUL verdict, printed under its reasons.
-pub const FIDELITY_HINT: &str = "  what to do: run at a lower --rate (`softswitch-exp calibrate SCENARIO` finds the highest rate this machine holds) and keep builds and other load off the machine while it runs; the limits are --max-lost, --max-stall and --max-stalled\n";
+pub const FIDELITY_HINT: &str = "  what to do: keep the rate and slow the experiment down with a larger --dilation (`softswitch-exp calibrate SCENARIO` finds the smallest D this machine holds; README, \"Time dilation\") or run at a lower --rate (`calibrate --by rate`), and keep builds and other load off the machine while it runs; the limits are --max-lost, --max-stall and --max-stalled\n";
 
 /// Renders a snapshot ([`crate::dataplane::Snapshot::to_json`], plus
 /// what the data path adds) as a table.
 pub fn render(snap: &Value) -> String {
     let mut out = String::new();
     let elapsed = snap["elapsed_s"].as_f64().unwrap_or(0.0);
-    out.push_str(&format!("softswitch counters after {elapsed:.1} s\n"));
+    // Time dilation: what is real time is labelled so.
+    let real = match snap["dilation"].as_f64() {
+        Some(d) => {
+            out.push_str(&format!(
+                "softswitch counters after {elapsed:.1} s emulated ({:.1} s real; time dilation D = {d}: \
+                 rates and times are emulated, the fidelity guard's figures real time)\n",
+                snap["real_elapsed_s"].as_f64().unwrap_or(elapsed * d),
+            ));
+            " (real time)"
+        }
+        None => {
+            out.push_str(&format!("softswitch counters after {elapsed:.1} s\n"));
+            ""
+        }
+    };
     for p in snap["ports"]
         .as_array()
         .map(|a| a.as_slice())
         .unwrap_or(&[])
     {
-        port_section(&mut out, p, elapsed);
+        port_section(&mut out, p, elapsed, real);
     }
     if let Some(l) = snap.get("loop") {
-        loop_section(&mut out, l);
+        loop_section(&mut out, l, real);
     }
     if let Some(v) = snap.get("fidelity") {
-        fidelity_section(&mut out, v);
+        fidelity_section(&mut out, v, real);
     }
     if let Some(m) = snap.get("umem") {
         umem_section(&mut out, m);
@@ -105,8 +125,8 @@ pub fn render(snap: &Value) -> String {
 }
 
 /// One port: traffic, link state, egress, queues, AQM, sojourn, host link,
-/// R-AQM, link fidelity.
-fn port_section(out: &mut String, p: &Value, elapsed: f64) {
+/// R-AQM, link fidelity (`real`: the label of its time under dilation).
+fn port_section(out: &mut String, p: &Value, elapsed: f64, real: &str) {
     let io = &p["io"];
     let eg = &p["egress"]["port"];
     let tx_bytes = u(&io["tx_bytes"]);
@@ -157,7 +177,7 @@ fn port_section(out: &mut String, p: &Value, elapsed: f64) {
     ));
     ingress_link_line(out, &p["ingress_link"]);
     raqm_line(out, &p["raqm"]);
-    link_fidelity_line(out, &p["link"]);
+    link_fidelity_line(out, &p["link"], real);
 }
 
 /// Non-zero entries of the `ingress_drops` array (indexed by drop reason)
@@ -244,12 +264,12 @@ fn raqm_line(out: &mut String, r: &Value) {
 }
 
 /// Link time lost while backlogged, and bursts above the envelope.
-fn link_fidelity_line(out: &mut String, l: &Value) {
+fn link_fidelity_line(out: &mut String, l: &Value, real: &str) {
     if u(&l["busy_ns"]) == 0 {
         return;
     }
     out.push_str(&format!(
-        "  link: backlogged {}, lost {} ({:.2} % of it){}\n",
+        "  link{real}: backlogged {}, lost {} ({:.2} % of it){}\n",
         human_time(u(&l["busy_ns"])),
         human_time(u(&l["lost_ns"])),
         l["lost_fraction"].as_f64().unwrap_or(0.0) * 100.0,
@@ -264,10 +284,10 @@ fn link_fidelity_line(out: &mut String, l: &Value) {
 }
 
 /// The data path's loop: pass intervals, stalls, adaptive poll.
-fn loop_section(out: &mut String, l: &Value) {
+fn loop_section(out: &mut String, l: &Value, real: &str) {
     let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
     out.push_str(&format!(
-        "data path: {} passes, interval p50 {:.1} us p99 {:.1} us p99.9 {:.1} us max {:.1} us, {} over 100 us\n",
+        "data path{real}: {} passes, interval p50 {:.1} us p99 {:.1} us p99.9 {:.1} us max {:.1} us, {} over 100 us\n",
         u(&l["passes"]),
         f("p50_us"),
         f("p99_us"),
@@ -311,11 +331,13 @@ fn loop_section(out: &mut String, l: &Value) {
 }
 
 /// The fidelity guard's verdict and, if not faithful, its reasons.
-fn fidelity_section(out: &mut String, v: &Value) {
+fn fidelity_section(out: &mut String, v: &Value, real: &str) {
     if v["faithful"].as_bool() == Some(true) {
-        out.push_str("fidelity: faithful (no port lost link time beyond the limit, no burst above rate + bucket, no long stall)\n");
+        out.push_str(&format!("fidelity{real}: faithful (no port lost link time beyond the limit, no burst above rate + bucket, no long stall)\n"));
     } else {
-        out.push_str("fidelity: NOT FAITHFUL — the machine did not emulate the link:\n");
+        out.push_str(&format!(
+            "fidelity{real}: NOT FAITHFUL — the machine did not emulate the link:\n"
+        ));
         for r in v["reasons"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
             out.push_str(&format!("  - {}\n", r.as_str().unwrap_or("?")));
         }
@@ -444,5 +466,17 @@ mod tests {
             "released": 900, "delayed": 300, "dropped_full": 0, "max_backlog_pkts": 12, "waited_ms": 4.25});
         let t = render(&snap);
         assert!(t.contains("  ingress link (500mbit, emulated host NIC): released 900 | waited for the wire 300 (total 4.2 ms) | max waiting 12 | dropped full 0"), "{t}");
+        assert!(!t.contains("real time") && !t.contains("emulated ("), "{t}");
+
+        // Time dilation: emulated time and rates, the guard's figures real.
+        snap["dilation"] = serde_json::json!(4.0);
+        snap["real_elapsed_s"] = serde_json::json!(8.0);
+        snap["fidelity"] = serde_json::json!({"faithful": true, "reasons": [], "time": "real"});
+        let t = render(&snap);
+        assert!(t.starts_with("softswitch counters after 2.0 s emulated (8.0 s real; time dilation D = 4: rates and times are emulated, the fidelity guard's figures real time)\n"), "{t}");
+        assert!(t.contains("(1000.0 Mbit/s avg)"), "emulated rate: {t}");
+        assert!(t.contains("  link (real time): backlogged 1.50 s"), "{t}");
+        assert!(t.contains("data path (real time): 1000 passes"), "{t}");
+        assert!(t.contains("fidelity (real time): faithful"), "{t}");
     }
 }

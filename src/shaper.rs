@@ -25,7 +25,9 @@
 //! (one pass of RX processing, p99 ≈ 10 µs on the development machine) is
 //! the switch's pipeline delay, not link capacity the machine failed to
 //! deliver — without it a port carrying only ACKs would "lose" nearly all of
-//! the little time it is ever backlogged.
+//! the little time it is ever backlogged. That grace is the machine's, so
+//! under time dilation it is 20 µs of real time ([`TokenBucket::set_start_grace`]:
+//! 20 µs / D of the core time the bucket runs on).
 //!
 //! **Catch-up** (software robustness, an option, not in the prototype;
 //! `--catchup T`, default 0). While the port is busy, credit may accrue
@@ -76,6 +78,17 @@ pub struct LinkFidelity {
 }
 
 impl LinkFidelity {
+    /// These counters, kept in the emulated time of a time-dilated core,
+    /// as real time (× D): the link time the machine lost on the wire, at
+    /// the wire rate rate / D. The lost share does not change.
+    pub fn in_real_time(self, d: crate::timebase::Dilation) -> Self {
+        LinkFidelity {
+            busy_ns: d.to_real_ns(self.busy_ns),
+            lost_ns: d.to_real_ns(self.lost_ns),
+            ..self
+        }
+    }
+
     /// Lost link time as a share of the time the port was backlogged.
     pub fn lost_fraction(&self) -> f64 {
         if self.busy_ns == 0 {
@@ -193,6 +206,8 @@ pub struct TokenBucket {
     busy_since: Nanos,
     /// Fidelity: credit that overflowed the cap while busy, ps.
     lost_ps: u128,
+    /// Fidelity: the start of each busy period not counted as lost, ns.
+    grace_ns: Nanos,
     /// Fidelity: a strict bucket (no catch-up) metering departures, ps.
     meter: Bucket,
     /// Fidelity: when the meter was last refilled.
@@ -217,6 +232,7 @@ impl TokenBucket {
             busy_ns: 0,
             busy_since: now,
             lost_ps: 0,
+            grace_ns: START_GRACE_NS,
             meter: Bucket::default(),
             meter_last: now,
             excess_bytes: 0,
@@ -263,6 +279,14 @@ impl TokenBucket {
         self
     }
 
+    /// The start of each busy period that is forwarding latency rather than
+    /// lost link time, in the bucket's time ([`START_GRACE_NS`] by default;
+    /// a time-dilated data path gives it `START_GRACE_NS / D`, so the grace
+    /// stays 20 µs of the machine's real time).
+    pub fn set_start_grace(&mut self, grace_ns: Nanos) {
+        self.grace_ns = grace_ns;
+    }
+
     fn cap(&self) -> u128 {
         if self.busy {
             self.bucket_ps.max(self.catchup_ps)
@@ -278,7 +302,7 @@ impl TokenBucket {
         let now_ps = now as u128 * PS_PER_NS;
         let from = now_ps.saturating_sub(overflow_ps);
         let busy_ps = self.busy_since as u128 * PS_PER_NS;
-        let grace_end = busy_ps + START_GRACE_NS as u128 * PS_PER_NS;
+        let grace_end = busy_ps + self.grace_ns as u128 * PS_PER_NS;
         let excused = now_ps.min(grace_end).saturating_sub(from.max(busy_ps));
         overflow_ps - excused.min(overflow_ps)
     }

@@ -14,6 +14,11 @@
 //! `raqm_held`, `raqm_released`, `raqm_dropped_stale`, `raqm_rewrite_*`),
 //! and switch-wide rows with an
 //! empty port (`loop_stalls`, `loop_stalled_us`, cumulative).
+//!
+//! Time dilation (`--dilation D`): `t_us` and every AQM gauge are emulated
+//! time; the fidelity guard's gauges (`link_busy_us`, `link_lost_us`,
+//! `loop_stalled_us`) are real time, as in the exit report. A time-dilated
+//! run's port file starts with a switch-wide row `0.0,,dilation,D`.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -22,6 +27,7 @@ use std::thread::JoinHandle;
 
 use crate::aqm::Aqm;
 use crate::switch::Switch;
+use crate::timebase::Dilation;
 use crate::units::Nanos;
 
 /// One row.
@@ -117,15 +123,18 @@ pub fn csv_row(s: &Sample) -> String {
 }
 
 /// Appends one sample per (port, queue) of `sw` at `now`, each port's
-/// gauges, and the data path's stalls (when given) to `out`.
+/// gauges, and the data path's stalls (when given) to `out`. `now` is the
+/// switch's (emulated) time; `dilation` turns the link's fidelity counters
+/// into the guard's real time.
 pub fn sample<A: Aqm>(
     sw: &Switch<A>,
     now: Nanos,
+    dilation: Dilation,
     stalls: Option<&crate::fidelity::LoopStalls>,
     out: &mut Batch,
 ) {
     for (p, port) in sw.ports().iter().enumerate() {
-        let link = port.egress.shaper().fidelity(now);
+        let link = port.egress.shaper().fidelity(now).in_real_time(dilation);
         let mut gauge = |name: &'static str, value: f64| {
             out.ports.push(PortSample {
                 t_ns: now,
@@ -180,8 +189,8 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the files (`path` and [`port_series_path`]) and starts the
-    /// writer thread.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    /// writer thread; a time-dilated run's port file first says D.
+    pub fn create(path: &Path, dilation: Dilation) -> std::io::Result<Self> {
         let f = std::fs::File::create(path)?;
         let g = std::fs::File::create(port_series_path(path))?;
         let (tx, rx) = sync_channel::<Batch>(64);
@@ -192,6 +201,9 @@ impl Writer {
                 let mut wp = BufWriter::new(g);
                 writeln!(w, "{HEADER}")?;
                 writeln!(wp, "{PORT_HEADER}")?;
+                if !dilation.is_none() {
+                    writeln!(wp, "0.0,,dilation,{dilation}")?;
+                }
                 let mut rows = 0u64;
                 for batch in rx {
                     for s in &batch.queues {
@@ -248,7 +260,7 @@ mod tests {
     #[test]
     fn writes_header_and_rows() {
         let path = std::env::temp_dir().join(format!("ss-ts-{}.csv", std::process::id()));
-        let w = Writer::create(&path).unwrap();
+        let w = Writer::create(&path, Dilation::NONE).unwrap();
         let s = Sample {
             t_ns: 1_500,
             port: 1,
@@ -294,6 +306,30 @@ mod tests {
                 "101.5,1,2,3000,2,9000,4,1"
             ]
         );
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_dilated_series_says_d_first() {
+        let path = std::env::temp_dir().join(format!("ss-ts-d-{}.csv", std::process::id()));
+        let w = Writer::create(&path, Dilation::new(4.0).unwrap()).unwrap();
+        let g = PortSample {
+            t_ns: 250_000,
+            port: Some(0),
+            name: "link_busy_us",
+            value: 1_000.0,
+        };
+        assert!(w.send(Batch {
+            queues: vec![],
+            ports: vec![g],
+        }));
+        w.finish().unwrap();
+        let gauges = std::fs::read_to_string(port_series_path(&path)).unwrap();
+        assert_eq!(
+            gauges.lines().collect::<Vec<_>>(),
+            vec![PORT_HEADER, "0.0,,dilation,4", "250.0,0,link_busy_us,1000"]
+        );
+        std::fs::remove_file(port_series_path(&path)).unwrap();
         std::fs::remove_file(&path).unwrap();
     }
 }

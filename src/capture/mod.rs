@@ -29,7 +29,12 @@
 //!
 //! Timestamps are the switch's own clock (the `now` the packet path ran
 //! with, ns since start) plus the wall-clock time at start, so files of
-//! different ports line up with each other and with the time series.
+//! different ports line up with each other and with the time series. Under
+//! time dilation (`--dilation D`) that clock is the emulated one: a
+//! timestamp is the wall-clock start plus the emulated time since, so
+//! inter-arrival times, sojourns and RTTs read in Wireshark are emulated
+//! (the real gap between two frames is D times the one shown), and only
+//! the first frame's timestamp is close to the wall clock.
 //!
 //! [`Switch`]: crate::switch::Switch
 

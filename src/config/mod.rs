@@ -92,6 +92,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
     let pcap = pcap::resolve(&l, &names.names)?;
     let data_path = runtime::data_path(&l)?;
     Ok(Settings {
+        dilation: runtime::dilation(&l)?,
         pcap,
         raqm,
         ingress_limit: shared.ingress_limit,

@@ -144,10 +144,13 @@ pub struct Options {
     #[arg(long)]
     #[serde(skip)]
     pub force: bool,
-    /// Stop after this long (e.g. 30s) and print counters, as on Ctrl-C.
+    /// Stop after this long (e.g. 30s; emulated time with --dilation) and print counters, as on Ctrl-C.
     #[arg(long)]
     #[serde(skip)]
     pub duration: Option<String>,
+    /// Time dilation D (default 1): the switch runs D times slower than real time, so every rate it is given is emulated and goes on the wire at rate / D, and every time it is given or reports is emulated (D times longer in real time). The fidelity guard judges real time. Run the hosts with the same D (README, "Time dilation").
+    #[arg(long, value_name = "D")]
+    pub dilation: Option<f64>,
     /// Where `softswitch stats` finds this switch.
     #[arg(long)]
     #[serde(default, deserialize_with = "path")]

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::fidelity::Thresholds;
+use crate::timebase::Dilation;
 use crate::units::{self, Nanos};
 
 use super::options::Layers;
@@ -21,6 +22,14 @@ pub(super) fn duration(l: &Layers) -> Result<Option<Nanos>, ConfigError> {
             "--duration {d}: give a positive time (e.g. 30s), or leave it off to run until Ctrl-C"
         ))),
         ns => Ok(Some(ns)),
+    }
+}
+
+/// `--dilation` (file key `dilation`): D, 1 when not given.
+pub(super) fn dilation(l: &Layers) -> Result<Dilation, ConfigError> {
+    match l.get(|o| &o.dilation) {
+        None => Ok(Dilation::NONE),
+        Some(&d) => Dilation::new(d).map_err(|e| ConfigError::Invalid(format!("--dilation: {e}"))),
     }
 }
 

@@ -60,6 +60,9 @@ pub struct Settings {
     pub raqm: Option<crate::raqm::Config>,
     /// Frames each emulated host link may hold (`--ingress-limit`).
     pub ingress_limit: u32,
+    /// Time dilation (`--dilation`): every rate and time above is emulated;
+    /// the data path runs the core D times slower than real time.
+    pub dilation: crate::timebase::Dilation,
 }
 
 impl Settings {
@@ -80,11 +83,34 @@ impl Settings {
         Ok(())
     }
 
+    /// The start-up line of a dilated run: D, and what the first port's
+    /// emulated rate is on the wire.
+    fn describe_dilation(&self) -> String {
+        let d = self.dilation;
+        let wire = match self.ports.first().map(|p| p.port.rate) {
+            Some(r) if r.bps() > 0 => format!(
+                " (port {}: {} emulated = {} on the wire)",
+                self.ports[0].name,
+                r,
+                d.wire_rate(r)
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "time dilation D = {d}: the rates, delays and AQM times above are emulated; the switch \
+             sends at rate / {d} in real time{wire} and every time lasts {d} times longer; reports \
+             give emulated times and rates, the fidelity guard's own figures real time\n"
+        )
+    }
+
     /// Lines describing the effective configuration, printed at start-up.
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for p in &self.ports {
             out.push_str(&p.describe(self.ingress_limit));
+        }
+        if !self.dilation.is_none() {
+            out.push_str(&self.describe_dilation());
         }
         if self.poll != crate::poll::PollMode::Busy {
             out.push_str(&format!(

@@ -509,3 +509,55 @@ fn readme_names_the_registered_aqms_where_it_lists_them() {
     let names: Vec<&str> = example.split(" | ").collect();
     assert_eq!(names, AQM_NAMES, "README's config file example");
 }
+
+#[test]
+fn dilation_from_flag_or_file_and_bad_values_say_what_d_is() {
+    let s = resolve(&args(&["--ports", "a"])).unwrap();
+    assert!(s.dilation.is_none());
+    assert!(!s.describe().contains("dilation"));
+    let s = resolve(&args(&[
+        "--ports",
+        "a",
+        "--rate",
+        "1gbit",
+        "--dilation",
+        "4",
+    ]))
+    .unwrap();
+    assert_eq!(s.dilation.factor(), 4.0);
+    // Rates and times stay emulated in the settings; the start-up text
+    // says what goes on the wire.
+    assert_eq!(s.ports[0].port.rate, crate::units::Rate::gbit(1));
+    let d = s.describe();
+    assert!(
+        d.contains("time dilation D = 4") && d.contains("1gbit emulated = 250mbit on the wire"),
+        "{d}"
+    );
+    for bad in ["0.5", "0", "2000", "inf"] {
+        let e = resolve(&args(&["--ports", "a", "--dilation", bad]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--dilation: dilation"), "{bad}: {e}");
+    }
+    let dir = std::env::temp_dir().join(format!("ss-dil-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("c.toml");
+    std::fs::write(&file, "ports = [\"a\"]\ndilation = 2.5\n").unwrap();
+    let f = file.to_str().unwrap();
+    assert_eq!(
+        resolve(&args(&["--config", f])).unwrap().dilation.factor(),
+        2.5
+    );
+    // The flag wins over the file; a whole number reads as D too.
+    let s = resolve(&args(&["--config", f, "--dilation", "4"])).unwrap();
+    assert_eq!(s.dilation.factor(), 4.0);
+    std::fs::write(&file, "ports = [\"a\"]\ndilation = 4\n").unwrap();
+    assert_eq!(
+        resolve(&args(&["--config", f])).unwrap().dilation.factor(),
+        4.0
+    );
+    std::fs::write(&file, "ports = [\"a\"]\ndilation = 0\n").unwrap();
+    let e = resolve(&args(&["--config", f])).unwrap_err().to_string();
+    assert!(e.contains("dilation") && e.contains("outside"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -26,6 +26,8 @@
 
 pub mod build;
 pub mod clock;
+#[cfg(test)]
+mod dilation_tests;
 mod every;
 mod ports;
 mod run;

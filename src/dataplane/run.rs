@@ -213,7 +213,7 @@ impl<'a> DataPath<'a> {
             })?;
             eprintln!("softswitch: data path pinned to CPU {c}");
         }
-        let clock = Clock::start();
+        let clock = Clock::start(settings.dilation);
         if let Some(p) = &pcap {
             let epoch = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -284,7 +284,8 @@ impl<'a> DataPath<'a> {
         if self.chores.sample.tick(core_ns) {
             if let Some(s) = &mut self.series {
                 let stalls = self.watch.intervals.stalls(real_ns);
-                crate::timeseries::sample(&self.sw, core_ns, Some(&stalls), &mut s.batch);
+                let d = self.clock.dilation();
+                crate::timeseries::sample(&self.sw, core_ns, d, Some(&stalls), &mut s.batch);
             }
         }
         if self.chores.publish.is_due(real_ns) {
@@ -377,7 +378,8 @@ impl<'a> DataPath<'a> {
 
     fn live_snapshot(&self, now: Now, umem: FrameAccounting) -> LiveSnapshot {
         let counters = Snapshot::take(&self.sw, &self.names, now.core_ns, &self.settings.guard)
-            .with_passes(&self.watch.intervals, now.real_ns);
+            .with_passes(&self.watch.intervals, now.real_ns)
+            .dilated(self.clock.dilation());
         LiveSnapshot {
             counters,
             links: self.ports.links().to_vec(),
@@ -462,8 +464,8 @@ fn open_series(settings: &Settings) -> Result<Option<SeriesOut>> {
     let Some((path, _)) = &settings.timeseries else {
         return Ok(None);
     };
-    let writer =
-        SeriesWriter::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let writer = SeriesWriter::create(path, settings.dilation)
+        .with_context(|| format!("creating {}", path.display()))?;
     Ok(Some(SeriesOut {
         writer,
         batch: SeriesBatch::with_capacity(4096),

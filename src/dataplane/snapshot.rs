@@ -8,6 +8,13 @@
 //! whoever reads it ([`Snapshot::to_json`], the stats-socket thread), not on
 //! the data path's thread, where the whole snapshot used to take ~480 µs
 //! every 100 ms (BENCHMARKS.md, Headroom).
+//!
+//! Time dilation (`--dilation D`): the switch's counters, sojourn times,
+//! rates and `elapsed_s` are in the core's emulated time; the fidelity
+//! guard's figures — each port's `link` (backlogged and lost link time, at
+//! the wire rate rate / D) and the loop's passes and stalls — are real
+//! time, and the snapshot says so (`dilation`, `real_elapsed_s`,
+//! `fidelity.time`).
 
 use std::sync::Arc;
 
@@ -19,6 +26,7 @@ use crate::ingress::IngressCounters;
 use crate::port::{PortCounters, SojournSummary};
 use crate::shaper::LinkFidelity;
 use crate::switch::{Conservation, IoCounters, Switch, SwitchPort};
+use crate::timebase::Dilation;
 use crate::units::{Nanos, Rate};
 
 /// The switch's counters at one instant of core time (see the module header).
@@ -26,6 +34,8 @@ pub struct Snapshot {
     names: Arc<[String]>,
     guard: Thresholds,
     now: Nanos,
+    dilation: Dilation,
+    real_elapsed_ns: Option<Nanos>,
     mac_entries: usize,
     ports: Vec<PortSnapshot>,
     passes: Option<(serde_json::Value, LoopStalls)>,
@@ -41,6 +51,7 @@ struct PortSnapshot {
     on_wire_pkts: usize,
     aqm: serde_json::Value,
     classifier: Option<serde_json::Value>,
+    /// In real time once [`Snapshot::dilated`].
     link: LinkFidelity,
     raqm: Option<serde_json::Value>,
     ingress: Option<(Rate, IngressCounters, usize)>,
@@ -116,6 +127,8 @@ impl Snapshot {
             names: names.clone(),
             guard: *guard,
             now,
+            dilation: Dilation::NONE,
+            real_elapsed_ns: None,
             mac_entries: sw.bridge().entries(),
             ports: sw
                 .ports()
@@ -131,6 +144,19 @@ impl Snapshot {
     /// (real time), for the report and the guard's stall verdict.
     pub fn with_passes(mut self, passes: &PassIntervals, real_elapsed_ns: Nanos) -> Snapshot {
         self.passes = Some((passes.report(), passes.stalls(real_elapsed_ns)));
+        self.real_elapsed_ns = Some(real_elapsed_ns);
+        self
+    }
+
+    /// Says the switch ran on emulated time, D times slower than real time
+    /// (`--dilation`): each port's link fidelity, kept by its shaper in
+    /// emulated time, becomes real time at the wire rate, as the guard
+    /// judges it (the lost share is the same). Call it once.
+    pub fn dilated(mut self, d: Dilation) -> Snapshot {
+        self.dilation = d;
+        for p in &mut self.ports {
+            p.link = p.link.in_real_time(d);
+        }
         self
     }
 
@@ -148,6 +174,12 @@ impl Snapshot {
             "mac_entries": self.mac_entries,
             "ports": ports,
         });
+        if !self.dilation.is_none() {
+            v["dilation"] = json!(self.dilation);
+            if let Some(r) = self.real_elapsed_ns {
+                v["real_elapsed_s"] = json!(r as f64 / 1e9);
+            }
+        }
         if let Some((report, _)) = &self.passes {
             v["loop"] = report.clone();
         }
@@ -167,6 +199,9 @@ impl Snapshot {
         });
         let stalls = self.passes.as_ref().map(|(_, s)| s);
         v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));
+        if !self.dilation.is_none() {
+            v["fidelity"]["time"] = json!("real");
+        }
         v
     }
 }

@@ -373,6 +373,11 @@ impl<A: Aqm> EgressPort<A> {
     pub fn shaper(&self) -> &TokenBucket {
         &self.tb
     }
+    /// The shaper's start-of-busy-period grace (see
+    /// [`TokenBucket::set_start_grace`]).
+    pub fn set_start_grace(&mut self, grace_ns: Nanos) {
+        self.tb.set_start_grace(grace_ns);
+    }
     /// The configuration the port runs with.
     pub fn config(&self) -> &PortConfig {
         &self.cfg
