@@ -450,7 +450,12 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("fidelity: NOT FAITHFUL"), "{t}");
-        assert!(t.contains("  what to do: run at a lower --rate"), "{t}");
+        assert!(
+            t.contains(
+                "  what to do: keep the rate and slow the experiment down with a larger --dilation"
+            ),
+            "{t}"
+        );
         assert!(!t.contains("diffecn") && !t.contains("flows:"), "{t}");
         snap["ports"][0]["classifier"] = serde_json::json!({"kind": "flow", "counters": {
             "new_to_empty": 5, "new_to_temp": 2, "new_to_shortest": 0, "moved_probe": 1,
