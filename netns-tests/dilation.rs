@@ -33,15 +33,20 @@
 //! packet: D = 4 runs ~18 % longer queues, consistently. The hosts'
 //! undilated latency (their stacks add real µs to the RTT: D times less
 //! emulated RTT at D = 4) is the likely cause. The ±25 % bounds are a
-//! first choice, to be set from repeated runs on an idle machine.
+//! first choice, to be set from repeated runs on an idle machine. On an
+//! idle machine (PSI 0-2 %, 2026-11-25, three runs of each D): goodput
+//! 226-235 Mbit/s at both D, median sojourn 729-737 vs 872-877 µs, marks
+//! per packet 0.084-0.085 vs 0.096-0.097, lost 0.2-0.6 % vs 0.05-0.22 %;
+//! the D = 4 queue ~18 % longer again. Runs count as sound by their lost
+//! share, not the whole verdict (see the test).
 
 mod common;
 
 use std::time::Duration;
 
 use common::{
-    iperf_receiver_bps, iperf_retransmits, measure, ping, skip_unless_root, skip_unless_tools,
-    stats_socket, switch_serial, CpuUse, CpuWatch, SwitchProc, TestTopo,
+    iperf_receiver_bps, iperf_retransmits, ping, skip_unless_root, skip_unless_tools, stats_socket,
+    switch_serial, CpuUse, CpuWatch, SwitchProc, TestTopo,
 };
 
 /// Emulated link rate, held undilated on this machine (BENCHMARKS.md,
@@ -71,6 +76,10 @@ struct Emulated {
     /// The receiver port's share of backlogged link time lost (real time).
     lost: f64,
     faithful: bool,
+    /// Every reason the guard gave is a stall outside the switch's loop
+    /// (interrupts, or the vCPU paused by the hypervisor): the machine's
+    /// doing, as a CPU taken by other load is.
+    machine_paused: bool,
     retransmits: u64,
 }
 
@@ -125,12 +134,17 @@ fn one_flow(d: u32) -> (Emulated, CpuUse) {
         marks_per_pkt: marks as f64 / dequeued as f64,
         lost: p["link"]["lost_fraction"].as_f64().unwrap_or(1.0),
         faithful: j["fidelity"]["faithful"] == true,
+        machine_paused: j["fidelity"]["reasons"].as_array().is_some_and(|r| {
+            !r.is_empty()
+                && r.iter()
+                    .all(|x| x.as_str().unwrap_or("").contains("outside its loop"))
+        }),
         retransmits: iperf_retransmits(&out),
     };
     eprintln!(
         "D = {}: goodput {:.1} Mbit/s emulated ({:.1} on the wire), median sojourn {:.0} us \
          emulated, {:.4} marks per packet, {} retransmits; lost {:.2} % of backlogged link time, \
-         {}; {cpu}",
+         {} {}; {cpu}",
         e.d,
         e.goodput_bps / 1e6,
         e.goodput_bps / 1e6 / d as f64,
@@ -143,6 +157,7 @@ fn one_flow(d: u32) -> (Emulated, CpuUse) {
         } else {
             "NOT FAITHFUL"
         },
+        j["fidelity"]["reasons"],
     );
     (e, cpu)
 }
@@ -158,11 +173,28 @@ fn dilation_keeps_emulated_goodput_sojourn_and_marks() {
         return;
     }
     let _serial = switch_serial();
-    // Each run must be faithful and keep the port busy, or the comparison
-    // is about the machine's load; again only when the switch was starved.
-    let sound = |e: &Emulated| e.faithful && e.goodput_bps > 0.8 * RATE_BPS;
-    let (one, cpu1) = measure(name, 3, || one_flow(1), sound);
-    let (four, cpu4) = measure(name, 3, || one_flow(4), sound);
+    // Each run must keep its link (lost share under the guard's 1 % limit)
+    // and the port busy, or the comparison is about the machine's load. The
+    // guard's other limit, no single stall over 5 ms, is not required: on
+    // an idle machine (PSI 0-2 %) single 5-9 ms stalls (tx kicks, a yield,
+    // the vCPU paused) came in most 10 s runs at either D, while what is
+    // compared here are 10 s aggregates that one such stall moves by < 0.1 %.
+    let sound = |e: &Emulated| e.lost < 0.01 && e.goodput_bps > 0.8 * RATE_BPS;
+    // A run is repeated (up to 3 times) when it was unsound through the
+    // machine: the switch starved of a CPU, or paused outside its loop.
+    let run = |d: u32| {
+        let mut attempt = 1;
+        loop {
+            let (e, cpu) = one_flow(d);
+            if sound(&e) || attempt >= 3 || !(cpu.starved() || e.machine_paused) {
+                return (e, cpu);
+            }
+            eprintln!("{name}: D = {d}, attempt {attempt} unsound through the machine, once more");
+            attempt += 1;
+        }
+    };
+    let (one, cpu1) = run(1);
+    let (four, cpu4) = run(4);
     let both = format!("{one:?}\n{four:?}\nD = 1: {cpu1}\nD = 4: {cpu4}");
     assert!(sound(&one) && sound(&four), "a run was not sound:\n{both}");
     assert!(

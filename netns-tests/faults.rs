@@ -263,11 +263,16 @@ fn second_switch_on_the_same_ports_is_refused() {
     let first = switch(&t, "", &["--rate", "500mbit"], Duration::from_secs(40));
     let first_pid = format!("pid {}", first.pid());
     ping(&t.hosts[0], t.hosts[1].ip);
-    // The same ports (another stats socket), one of them, and the same
-    // stats socket too.
+    // The same ports (another stats socket), the same in the other order
+    // (the message names the first one taken; a switch needs two ports, so
+    // one of them alone is refused before the lock is looked at), and the
+    // same stats socket too.
     let cases: [(Vec<String>, String); 3] = [
         (ports.clone(), stats_socket(&t.prefix, "b")),
-        (vec![ports[1].clone()], stats_socket(&t.prefix, "c")),
+        (
+            vec![ports[1].clone(), ports[0].clone()],
+            stats_socket(&t.prefix, "c"),
+        ),
         (ports.clone(), first.socket.clone()),
     ];
     for (p, socket) in &cases {
