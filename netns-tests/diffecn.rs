@@ -2,7 +2,7 @@
 //! with real DCTCP hosts: h1 sends one long flow to h3, h2 joins with a
 //! second one 2 s later, both through a 500 Mbit/s port (a rate this
 //! 2-vCPU machine holds, BENCHMARKS.md) running `--aqm diffecn` at its defaults
-//! (per-flow classifier, strict temporary queue 0, sp+dwrr, 8 queues).
+//! (per-flow classifier, strict temporary queue 0, sp+dwrr, 32 queues as the paper's prototype port).
 //! Skipped unless root.
 
 mod common;

@@ -52,12 +52,16 @@ pub struct PortNeeds {
     /// default with this AQM, and an error with any other. The text is that
     /// error: what the AQM does that needs them.
     pub per_flow_queues: Option<&'static str>,
+    /// Queues per port when `--queues` is not given, if the AQM's paper
+    /// names a count (None: 8 with per-flow queues, else 1).
+    pub queues: Option<usize>,
 }
 
 impl PortNeeds {
     /// Nothing beyond queues and a scheduler.
     pub const NOTHING: PortNeeds = PortNeeds {
         per_flow_queues: None,
+        queues: None,
     };
 }
 

@@ -261,6 +261,9 @@ impl AqmParams for Config {
             "--aqm diffecn marks each flow by its own queue's length and needs \
              --classify flow (the default with diffecn; DiffECN paper §IV-B)",
         ),
+        // The prototype's Tofino1 port: "Each egress port has 32 queues"
+        // (DiffECN paper §VI-B; §VI-C4 sweeps 8 to 32).
+        queues: Some(32),
     };
     fn for_port(env: &AqmEnv) -> Self {
         Config::for_link(env.rate, env.rtt_ns)

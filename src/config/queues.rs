@@ -11,16 +11,18 @@ use crate::units::Nanos;
 use super::options::Layers;
 use super::ConfigError;
 
-/// Queues per port. Per-flow queues need queues to give out: 8 (a switch
-/// port's usual count) unless `--queues` says otherwise.
+/// Queues per port: `--queues`, else the AQM's own count (DiffECN's
+/// prototype port has 32), else 8 (a switch port's usual count) for
+/// per-flow queues, else 1.
 pub(super) fn count(l: &Layers, needs: PortNeeds) -> Result<usize, ConfigError> {
     let per_flow = needs.per_flow_queues.is_some()
         || l.get(|o| &o.classify)
             .is_some_and(|c| c.trim().starts_with("flow"));
-    let queues = l
-        .get(|o| &o.queues)
-        .copied()
-        .unwrap_or(if per_flow { DEFAULT_QUEUES } else { 1 });
+    let queues = l.get(|o| &o.queues).copied().unwrap_or(match needs.queues {
+        Some(n) => n,
+        None if per_flow => DEFAULT_QUEUES,
+        None => 1,
+    });
     if !(1..=128).contains(&queues) {
         return Err(ConfigError::Invalid(format!(
             "--queues {queues}: a port has 1 to 128 queues"

@@ -159,7 +159,8 @@ fn diffecn_defaults_to_per_flow_queues_and_a_strict_temporary_queue() {
     ]))
     .unwrap();
     let p = &s.ports[0].port;
-    assert_eq!(p.queues, 8);
+    // The prototype's port: 32 queues (DiffECN paper §VI-B).
+    assert_eq!(p.queues, 32);
     assert_eq!(p.sched.kind, crate::sched::SchedName::SpDwrr);
     let Classifier::Flow(f) = &p.classifier else {
         panic!("{:?}", p.classifier)
@@ -212,6 +213,9 @@ fn diffecn_defaults_to_per_flow_queues_and_a_strict_temporary_queue() {
     ]))
     .unwrap();
     assert!(matches!(s.ports[0].port.classifier, Classifier::Flow(_)));
+    // Another AQM's per-flow queues: a switch port's usual 8 (only
+    // DiffECN names its prototype's count).
+    assert_eq!(s.ports[0].port.queues, 8);
     let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
     assert!(
         e(&["--ports", "a", "--aqm", "diffecn", "--classify", "dscp"]).contains("--classify flow")

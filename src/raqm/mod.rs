@@ -62,6 +62,12 @@
 //!   runs; the window is only lowered, never raised, and only on flows
 //!   whose window scale was seen in both SYNs — see [`wscale`]).
 //!   Rewrites apply to every pure ACK leaving R-AQM (held or not).
+//! * **ACK priority** (`ack_priority`, §IV-A: "VIQ sets the highest priority
+//!   of each ACK"): every pure ACK leaving R-AQM (held or not) goes into its
+//!   egress port's highest-priority queue — the first strict queue of
+//!   `sp`, `sp+dwrr` or `sp+wfq` — ahead of the data queued there. A port
+//!   whose scheduler has no strict queue (`dwrr`, `wfq`, one queue) has no
+//!   priority to give: the ACK is classified as any frame. Off: always so.
 //!
 //! Defaults scaled from C and RTT (§IV-F "Parameters Guidance"): K_min =
 //! 1·BDP, K_max = 2·BDP (BDP = C·RTT in 1514-B frames, at least 2 / 4),
@@ -148,6 +154,8 @@ pub struct Config {
     pub rwnd_threshold_pkts: u32,
     /// The MSS the rwnd rewrite announces, bytes.
     pub mss_bytes: u32,
+    /// ACKs leaving R-AQM go to their egress port's highest-priority queue.
+    pub ack_priority: bool,
 }
 
 impl Default for Config {
@@ -183,6 +191,7 @@ impl Config {
             ece_threshold_pkts: bdp_pkts.max(1),
             rwnd_threshold_pkts: 0,
             mss_bytes: 1448,
+            ack_priority: true,
         }
     }
 
@@ -248,7 +257,7 @@ impl Config {
             }
         };
         format!(
-            "r-aqm (R-AQM paper §IV): K_min {} / K_max {} pkts, T {}, trend ≥ {} pkt(s); α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}",
+            "r-aqm (R-AQM paper §IV): K_min {} / K_max {} pkts, T {}, trend ≥ {} pkt(s); α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}; ACKs to the top-priority queue {}",
             self.k_min_pkts,
             self.k_max_pkts,
             fmt_duration(self.interval),
@@ -266,6 +275,7 @@ impl Config {
             opt(self.ece_threshold_pkts),
             self.mss_bytes,
             opt(self.rwnd_threshold_pkts),
+            if self.ack_priority { "on" } else { "off" },
         )
     }
 }

@@ -247,3 +247,108 @@ fn a_full_viq_is_its_own_drop_reason() {
     sw.drain(&mut st);
     assert_eq!(st.live, 0);
 }
+
+/// §IV-A "VIQ sets the highest priority of each ACK": on a port with a
+/// strict queue (sp+dwrr, queue 0 strict, data classified into queue 1),
+/// the receiver's ACK that R-AQM passes goes into queue 0 and leaves ahead
+/// of the data already queued there; with `ack_priority = false`, or on a
+/// port without a strict queue, it waits behind the data.
+#[test]
+fn acks_leaving_r_aqm_take_the_top_priority_queue() {
+    for (sched, ack_priority, ack_first) in [
+        ("sp+dwrr", true, true),
+        ("sp+dwrr", false, false),
+        ("dwrr", true, false),
+    ] {
+        let case = format!("{sched}, ack_priority = {ack_priority}");
+        let specs = (0..2)
+            .map(|i| PortSpec {
+                name: format!("p{i}"),
+                config: PortConfig {
+                    rate: Rate::gbit(1),
+                    queues: 2,
+                    // Every DSCP 0 frame into queue 1 (the DWRR group).
+                    classifier: crate::port::Classifier::from_cli("0=1", 2).unwrap(),
+                    sched: crate::sched::SchedConfig::from_cli(sched).unwrap(),
+                    ..PortConfig::default()
+                },
+                aqm: DropTail,
+                delay_ns: 0,
+            })
+            .collect();
+        let mut sw = Switch::new(specs, BridgeConfig::default(), 0, 1).unwrap();
+        let cfg = Config {
+            ack_priority,
+            ..Config::for_link(Rate::gbit(1), 250 * US)
+        };
+        sw.enable_raqm(&cfg, 0);
+        let mut st = VecStore::new();
+        // Host 1 on port 0, host 2 on port 1: the bridge learns both MACs.
+        let syn = tcp_frame(false, (1, 2), (40001, 5201), flags::SYN, 64240, &[]);
+        send(&mut sw, &mut st, 0, syn, 0);
+        let syn_ack = tcp_frame(
+            false,
+            (2, 1),
+            (5201, 40001),
+            flags::SYN | flags::ACK,
+            65160,
+            &[],
+        );
+        send(&mut sw, &mut st, 1, syn_ack, 0);
+        poll_until(&mut sw, &mut st, 0, 10 * US);
+        // Host 2 → host 1: five full data frames of another connection
+        // queue on port 0 (12 µs each at 1 Gbit/s), then host 2's pure ACK
+        // of host 1's data arrives behind them.
+        let t0 = 20 * US;
+        for _ in 0..5 {
+            let f =
+                tcp_frame_with_payload(false, (2, 1), (5202, 40002), flags::ACK, 502, &[], 1460);
+            send(&mut sw, &mut st, 1, f, t0);
+        }
+        let ack = tcp_frame(false, (2, 1), (5201, 40001), flags::ACK, 502, &[]);
+        let ack_len = ack.len() as u32;
+        send(&mut sw, &mut st, 1, ack, t0);
+        let sent = poll_until(&mut sw, &mut st, t0, t0 + 1_000 * US);
+        let lens: Vec<u32> = sent
+            .iter()
+            .filter(|&&(p, _)| p == 0)
+            .map(|&(_, l)| l)
+            .collect();
+        assert_eq!(lens.len(), 6, "{case}: {lens:?}");
+        let ack_at = lens.iter().position(|&l| l == ack_len).unwrap();
+        // All six arrived before the port sent anything: with priority the
+        // ACK leaves first, without it last, behind the five data frames.
+        let want = if ack_first { 0 } else { 5 };
+        assert_eq!(
+            ack_at, want,
+            "{case}: the ACK left in place {ack_at}: {lens:?}"
+        );
+        let q0 = sw.ports()[0].egress.counters().queues[0].dequeued.pkts;
+        assert_eq!(q0, u64::from(ack_first), "{case}: ACKs through queue 0");
+    }
+}
+
+/// Polls `sw` event by event from `from` to `until`; what it sent, as
+/// (port, frame length), frames released.
+fn poll_until(
+    sw: &mut Switch<DropTail>,
+    st: &mut VecStore,
+    from: Nanos,
+    until: Nanos,
+) -> Vec<(u16, u32)> {
+    let mut sent = Vec::new();
+    let mut now = from;
+    loop {
+        let mut out = Vec::new();
+        sw.poll(now, st, |p, pkt| out.push((p, pkt)));
+        for (p, pkt) in out {
+            sent.push((p, pkt.len));
+            st.release(pkt.frame);
+        }
+        match sw.next_event(now) {
+            Some(t) if t <= until => now = t.max(now + 1),
+            _ => break,
+        }
+    }
+    sent
+}

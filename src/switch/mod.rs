@@ -58,6 +58,10 @@ pub struct SwitchPort<A: Aqm> {
     /// R-AQM for the pure ACKs arriving on this port (its VIQ, bucket fed
     /// by this port's departures, state machine), if on.
     pub raqm: Option<RaqmPort>,
+    /// The queue the pure ACKs R-AQM passes or releases to this port go to:
+    /// its highest-priority queue when `ack_priority` is on and the
+    /// scheduler has one (R-AQM paper §IV-A); None: classified as any frame.
+    pub ack_queue: Option<usize>,
 }
 
 impl<A: Aqm> SwitchPort<A> {
@@ -177,6 +181,7 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
                 io: IoCounters::default(),
                 ingress_link: None,
                 raqm: None,
+                ack_queue: None,
             });
         }
         Ok(Switch {
@@ -204,7 +209,12 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
     /// arriving on it; its bucket is fed by its own departures).
     pub fn enable_raqm(&mut self, cfg: &raqm::Config, now: Nanos) {
         for p in &mut self.ports {
-            p.raqm = Some(RaqmPort::new(cfg.clone(), p.egress.config().rate, now));
+            let c = p.egress.config();
+            p.raqm = Some(RaqmPort::new(cfg.clone(), c.rate, now));
+            p.ack_queue = cfg
+                .ack_priority
+                .then(|| c.sched.top_priority_queue(c.queues))
+                .flatten();
         }
         self.raqm_scales = Some(WindowScales::default());
         self.raqm_out = Vec::with_capacity(1024);
@@ -331,6 +341,7 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
         let port = pkt.ingress_port;
         let p = &mut self.ports[port as usize];
         let mut pkt = pkt;
+        let mut queue = None;
         if let (true, Some(r), Some(scales)) = (pure_ack, &mut p.raqm, &self.raqm_scales) {
             let mut cx = AckCtx {
                 q_out_pkts: p.egress.backlog_pkts(),
@@ -338,14 +349,17 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
                 store,
             };
             match r.offer(pkt, out, now, &mut cx) {
-                Offer::Pass(passed) => pkt = passed,
+                Offer::Pass(passed) => {
+                    pkt = passed;
+                    queue = self.ports[out as usize].ack_queue;
+                }
                 Offer::Held => return,
                 Offer::Dropped(ack, why) => {
                     return self.ingress_drop(port, ack.frame, why.into(), store)
                 }
             }
         }
-        self.enqueue_on(out as usize, pkt, now, store);
+        self.enqueue_on(out as usize, pkt, queue, now, store);
     }
 
     /// A copy of `pkt` to every port the forwarder floods to (a bridge: all
@@ -365,21 +379,35 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
             }
             self.ports[port as usize].io.flood_copies += 1;
             match store.clone_frame(pkt.frame, pkt.len) {
-                Some(frame) => self.enqueue_on(o as usize, Packet { frame, ..pkt }, now, store),
+                Some(frame) => {
+                    self.enqueue_on(o as usize, Packet { frame, ..pkt }, None, now, store)
+                }
                 None => self.count_ingress_drop(port, DropReason::NoFrame),
             }
         }
-        self.enqueue_on(last as usize, pkt, now, store);
+        self.enqueue_on(last as usize, pkt, None, now, store);
     }
 
-    /// Enqueues `pkt` on egress port `out` and, when capturing, notes its
-    /// fate. Every enqueue of the switch goes through here.
+    /// Enqueues `pkt` on egress port `out` — into `queue` if given, else the
+    /// queue its class maps to — and, when capturing, notes its fate. Every
+    /// enqueue of the switch goes through here.
     #[inline]
-    fn enqueue_on<S: FrameStore>(&mut self, out: usize, pkt: Packet, now: Nanos, store: &mut S) {
+    fn enqueue_on<S: FrameStore>(
+        &mut self,
+        out: usize,
+        pkt: Packet,
+        queue: Option<usize>,
+        now: Nanos,
+        store: &mut S,
+    ) {
         if let Some(p) = self.ports.get_mut(pkt.ingress_port as usize) {
             p.io.forwarded += 1;
         }
-        let admission = self.ports[out].egress.enqueue(pkt, now, store);
+        let egress = &mut self.ports[out].egress;
+        let admission = match queue {
+            Some(q) => egress.enqueue_to(pkt, q, now, store),
+            None => egress.enqueue(pkt, now, store),
+        };
         if let Some(c) = self.capture.as_deref_mut() {
             c.enqueued(out as u16, admission);
         }
@@ -475,7 +503,8 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
             }
         }
         for (o, pkt) in out.drain(..) {
-            self.enqueue_on(o as usize, pkt, now, store);
+            let queue = self.ports[o as usize].ack_queue;
+            self.enqueue_on(o as usize, pkt, queue, now, store);
         }
         self.raqm_out = out;
         self.raqm_dropped = dropped;
