@@ -21,6 +21,9 @@ Examples:
   # everything from a file (flags override it):
   sudo softswitch --config switch.toml --rate 10gbit
 
+  # a leaf-spine fabric (2 leaves, 2 spines, 2 hosts per leaf; README, \"Fabrics\"):
+  sudo softswitch --topology leafspine.toml --ports $(sudo softswitch topo up --topology leafspine.toml)
+
   # live counters of a running switch:
   sudo softswitch stats";
 
@@ -78,6 +81,9 @@ pub struct TopoUpArgs {
     /// Number of hosts.
     #[arg(long, default_value_t = 2)]
     pub hosts: usize,
+    /// The hosts of a fabric (`softswitch --topology FILE`): h1 up to the highest host the file names, in its subnet; prints the interfaces of the file's hosts in the order `--ports` takes them.
+    #[arg(long, value_name = "FILE", conflicts_with = "hosts")]
+    pub topology: Option<PathBuf>,
     /// Name prefix for namespaces and interfaces.
     #[arg(long, default_value = "ss")]
     pub prefix: String,

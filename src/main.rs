@@ -92,9 +92,19 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         )),
         None => None,
     };
+    let fabric = match &a.topology {
+        Some(path) => Some(read_topology(path)?),
+        None => None,
+    };
+    let defaults = topo::TopoConfig::default();
     let cfg = topo::TopoConfig {
         prefix: a.prefix.clone(),
-        hosts: a.hosts,
+        // A fabric's hosts are h<i> with their topology's numbers: make h1
+        // up to the highest, in the topology's subnet.
+        hosts: fabric.as_ref().map_or(a.hosts, |f| {
+            f.hosts.iter().map(|h| h.index).max().unwrap_or(1)
+        }),
+        subnet: fabric.as_ref().map_or(defaults.subnet, |f| f.subnet),
         cc: a.cc.parse().map_err(|e| anyhow::anyhow!("--cc: {e}"))?,
         ecn: !a.no_ecn,
         rto_min,
@@ -105,7 +115,7 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
             .dilation
             .parse()
             .map_err(|e| anyhow::anyhow!("--dilation: {e}"))?,
-        ..topo::TopoConfig::default()
+        ..defaults
     };
     let t = topo::up(&cfg)?;
     eprintln!(
@@ -127,13 +137,50 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
             h.ns, h.ip, h.switch_if, h.ns
         );
     }
-    eprintln!(
-        "run the switch on them with:\n  sudo softswitch --ports {}",
-        t.switch_ifs().join(",")
-    );
+    // The interfaces of the switch (or of the fabric's hosts, in the order
+    // of their numbers, as `--topology` maps them).
+    let ports: Vec<String> = match &fabric {
+        Some(f) => f
+            .hosts
+            .iter()
+            .filter_map(|fh| t.hosts.iter().find(|h| h.index == fh.index))
+            .map(|h| h.switch_if.clone())
+            .collect(),
+        None => t.switch_ifs(),
+    };
+    match (&a.topology, &fabric) {
+        (Some(path), Some(f)) => {
+            if ports.len() < t.hosts.len() {
+                eprintln!(
+                    "softswitch: {} of these hosts are not in {} (it skips their numbers); \
+                     they stay unconnected",
+                    t.hosts.len() - ports.len(),
+                    path.display()
+                );
+            }
+            eprintln!(
+                "run the fabric ({} switches) on them with:\n  sudo softswitch --topology {} --ports {}",
+                f.switches.len(),
+                path.display(),
+                ports.join(",")
+            );
+        }
+        _ => eprintln!(
+            "run the switch on them with:\n  sudo softswitch --ports {}",
+            ports.join(",")
+        ),
+    }
     // The port list alone on stdout, for scripts.
-    println!("{}", t.switch_ifs().join(","));
+    println!("{}", ports.join(","));
     Ok(())
+}
+
+/// Reads and checks a fabric's topology file (`topo up --topology`).
+fn read_topology(path: &std::path::Path) -> Result<softswitch::fabric::FabricDesc> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--topology {}: cannot read it", path.display()))?;
+    softswitch::fabric::FabricDesc::parse(&text)
+        .map_err(|e| anyhow::anyhow!("--topology {}: {e}", path.display()))
 }
 
 fn topo_down(prefix: &str) -> Result<()> {

@@ -109,6 +109,9 @@ pub fn render(snap: &Value) -> String {
     {
         port_section(&mut out, p, elapsed, real);
     }
+    if let Some(f) = snap.get("fabric") {
+        fabric_section(&mut out, f);
+    }
     if let Some(l) = snap.get("loop") {
         loop_section(&mut out, l, real);
     }
@@ -367,6 +370,64 @@ fn umem_section(out: &mut String, m: &Value) {
         } else {
             " — FRAMES UNACCOUNTED"
         },
+    ));
+}
+
+/// A fabric (`--topology`): what each switch's routes decided, per next
+/// hop what it carried and how many TCP connections were hashed onto it
+/// (ECMP), and the link directions that marked or dropped.
+fn fabric_section(out: &mut String, f: &Value) {
+    let list = |v: &Value| v.as_array().map(|a| a.to_vec()).unwrap_or_default();
+    for s in list(&f["switches"]) {
+        let r = &s["routes"];
+        out.push_str(&format!(
+            "fabric switch {}: local {}, routed {}, no route {}, ARP answered {}, flooded {}\n",
+            s["name"].as_str().unwrap_or("?"),
+            u(&r["local"]),
+            u(&r["routed"]),
+            u(&r["no_route"]),
+            u(&r["arp_answered"]),
+            u(&r["flooded"]),
+        ));
+        for g in list(&s["next_hops"]) {
+            let hops: Vec<String> = list(&g["names"])
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    format!(
+                        "{} {} pkts {} flows",
+                        n.as_str().unwrap_or("?"),
+                        u(&g["packets"][i]),
+                        u(&g["flows"][i])
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  to {}: {}\n",
+                g["to"].as_str().unwrap_or("?"),
+                hops.join(" | ")
+            ));
+        }
+    }
+    let busy: Vec<String> = list(&f["links"])
+        .iter()
+        .filter(|l| u(&l["marked_packets"]) + u(&l["dropped_packets"]) > 0)
+        .map(|l| {
+            format!(
+                "{} (marked {}, dropped {})",
+                l["name"].as_str().unwrap_or("?"),
+                u(&l["marked_packets"]),
+                u(&l["dropped_packets"])
+            )
+        })
+        .collect();
+    out.push_str(&format!(
+        "fabric links that marked or dropped: {}\n",
+        if busy.is_empty() {
+            "none".to_string()
+        } else {
+            busy.join(", ")
+        }
     ));
 }
 

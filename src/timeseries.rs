@@ -134,50 +134,67 @@ pub fn sample<A: Aqm>(
     out: &mut Batch,
 ) {
     for (p, port) in sw.ports().iter().enumerate() {
-        let link = port.egress.shaper().fidelity(now).in_real_time(dilation);
-        let mut gauge = |name: &'static str, value: f64| {
-            out.ports.push(PortSample {
-                t_ns: now,
-                port: Some(p as u16),
-                name,
-                value,
-            })
-        };
-        gauge("link_busy_us", link.busy_ns as f64 / 1e3);
-        gauge("link_lost_us", link.lost_ns as f64 / 1e3);
-        gauge("link_excess_pkts", link.excess_pkts as f64);
-        port.egress.aqm().gauges(&mut gauge);
-        if let Some(f) = port.egress.flows() {
-            f.gauges(&mut gauge);
-        }
-        if let Some(r) = &port.raqm {
-            r.gauges(&mut gauge);
-        }
-        for (q, c) in port.egress.counters().queues.iter().enumerate() {
-            out.queues.push(Sample {
-                t_ns: now,
-                port: p as u16,
-                queue: q as u16,
-                backlog_bytes: c.backlog_bytes,
-                backlog_pkts: c.backlog_pkts,
-                dequeued_bytes: c.dequeued.bytes,
-                marks: c.marked.total().pkts,
-                drops: c.dropped.total().pkts,
-            });
-        }
+        sample_port(p as u16, port, now, dilation, out);
     }
     if let Some(st) = stalls {
-        for (name, value) in [
-            ("loop_stalls", st.count as f64),
-            ("loop_stalled_us", st.stalled_ns as f64 / 1e3),
-        ] {
-            out.ports.push(PortSample {
-                t_ns: now,
-                port: None,
-                name,
-                value,
-            });
-        }
+        sample_stalls(st, now, out);
+    }
+}
+
+/// Appends the samples of one egress port, numbered `p` in the files (a
+/// fabric numbers every switch's ports in one sequence), to `out`.
+pub fn sample_port<A: Aqm>(
+    p: u16,
+    port: &crate::switch::SwitchPort<A>,
+    now: Nanos,
+    dilation: Dilation,
+    out: &mut Batch,
+) {
+    let link = port.egress.shaper().fidelity(now).in_real_time(dilation);
+    let mut gauge = |name: &'static str, value: f64| {
+        out.ports.push(PortSample {
+            t_ns: now,
+            port: Some(p),
+            name,
+            value,
+        })
+    };
+    gauge("link_busy_us", link.busy_ns as f64 / 1e3);
+    gauge("link_lost_us", link.lost_ns as f64 / 1e3);
+    gauge("link_excess_pkts", link.excess_pkts as f64);
+    port.egress.aqm().gauges(&mut gauge);
+    if let Some(f) = port.egress.flows() {
+        f.gauges(&mut gauge);
+    }
+    if let Some(r) = &port.raqm {
+        r.gauges(&mut gauge);
+    }
+    for (q, c) in port.egress.counters().queues.iter().enumerate() {
+        out.queues.push(Sample {
+            t_ns: now,
+            port: p,
+            queue: q as u16,
+            backlog_bytes: c.backlog_bytes,
+            backlog_pkts: c.backlog_pkts,
+            dequeued_bytes: c.dequeued.bytes,
+            marks: c.marked.total().pkts,
+            drops: c.dropped.total().pkts,
+        });
+    }
+}
+
+/// Appends the data path's stalls so far (rows without a port) to `out`.
+pub fn sample_stalls(st: &crate::fidelity::LoopStalls, now: Nanos, out: &mut Batch) {
+    for (name, value) in [
+        ("loop_stalls", st.count as f64),
+        ("loop_stalled_us", st.stalled_ns as f64 / 1e3),
+    ] {
+        out.ports.push(PortSample {
+            t_ns: now,
+            port: None,
+            name,
+            value,
+        });
     }
 }
 

@@ -111,6 +111,41 @@ pub(super) fn for_port(
     Ok(aqm)
 }
 
+/// The AQM of one port of a fabric (`--topology`): the topology's AQM for
+/// it, if it names one other than `--aqm`, at its scaled defaults; else
+/// `--aqm` as [`for_port`] builds it. The topology's `aqm_opts` for the port
+/// come last (they are the most specific). An AQM that needs something else
+/// from its port than `--aqm` does (per-flow queues) is refused: the
+/// queues and classifier are the same on every port.
+pub(super) fn for_fabric_port(
+    choice: &AqmChoice,
+    opts: &AqmOptions,
+    port: &str,
+    topo: &crate::fabric::PortDesc,
+    env: &AqmEnv,
+) -> Result<AqmConfig, ConfigError> {
+    let name = topo.aqm.as_deref().unwrap_or(&choice.name);
+    let invalid = |e: crate::aqm::AqmConfigError| {
+        ConfigError::Invalid(format!("--topology: port {port}: aqm {name}: {e}"))
+    };
+    let base = if name == choice.name {
+        for_port(choice, opts, env)?
+    } else {
+        if port_needs(name) != choice.needs {
+            return Err(ConfigError::Invalid(format!(
+                "--topology: port {port}: aqm {name} needs other queues than --aqm {} \
+                 (every port of a fabric has the same queues and classifier): \
+                 run it as --aqm {name} instead",
+                choice.name
+            )));
+        }
+        AqmConfig::defaults_for(name, env).map_err(invalid)?
+    };
+    let aqm = base.with_toml_overrides(&topo.aqm_opts).map_err(invalid)?;
+    aqm.build(env).map_err(invalid)?;
+    Ok(aqm)
+}
+
 /// R-AQM's parameters (with `--aqm r-aqm`): one set for the switch, scaled
 /// to the first port's link (`env`), then `[raqm_opts]`, then `--raqm-opt`.
 pub(super) fn raqm(

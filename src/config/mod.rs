@@ -28,12 +28,14 @@
 //! * [`resolve`] reads the areas in order: `ports` (names, per-port values,
 //!   and what all ports share: link, queues, AQM, host links), `queues`
 //!   (classifier, scheduler), `aqm` (the AQM, R-AQM, `--aqm-opt help=1`),
-//!   `runtime` (duration, UMEM, data-path thread, guard, time series) and
-//!   `pcap` (capture).
+//!   `runtime` (duration, UMEM, data-path thread, guard, time series),
+//!   `pcap` (capture) and `fabric` (`--topology`: several switches, whose
+//!   ports the topology describes).
 //! * `settings` — the result, [`Settings`], and its start-up description;
 //!   `values` — reading rates, sizes, times and shares, and [`ConfigError`].
 
 mod aqm;
+mod fabric;
 mod options;
 mod pcap;
 mod ports;
@@ -47,6 +49,7 @@ mod golden;
 #[cfg(test)]
 mod tests;
 
+pub use fabric::FabricSettings;
 pub use options::{Options, PortOverride};
 pub use pcap::PcapSettings;
 pub use runtime::FILL_RING_FRAMES;
@@ -81,11 +84,17 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
     }
     let names = ports::names(&l)?;
     let shared = ports::Shared::resolve(&l)?;
-    let ports = names
-        .names
-        .iter()
-        .map(|name| ports::port(name, &names, &l, &shared))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (fabric, ports) = match fabric::resolve(&l, &names, &shared)? {
+        Some((f, ports)) => (Some(f), ports),
+        None => {
+            let ports = names
+                .names
+                .iter()
+                .map(|name| ports::port(name, &names, &l, &shared))
+                .collect::<Result<Vec<_>, _>>()?;
+            (None, ports)
+        }
+    };
     let raqm = aqm::raqm(&l, &shared.aqm, &ports[0].env)?;
     let duration_ns = runtime::duration(&l)?;
     let frames = runtime::frames(&l, names.names.len())?;
@@ -97,6 +106,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
         raqm,
         ingress_limit: shared.ingress_limit,
         ports,
+        fabric,
         force: flags.force,
         frames,
         seed: l.get(|o| &o.seed).copied().unwrap_or(1),

@@ -43,6 +43,10 @@ pub struct Options {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Run a fabric of several switches (leaf-spine, ...) described in this TOML file instead of one switch; --ports then names the interfaces of the topology's hosts h1, h2, ... in that order (README, "Fabrics").
+    #[arg(long, value_name = "FILE")]
+    #[serde(default, deserialize_with = "path")]
+    pub topology: Option<PathBuf>,
     /// Emulated link rate of every egress port (tc units: 100mbit, 1gbit, 10gbit; 0 = unshaped).
     #[arg(long)]
     pub rate: Option<String>,

@@ -75,6 +75,20 @@ pub(super) fn names(l: &Layers) -> Result<PortNames, ConfigError> {
     })
 }
 
+impl PortNames {
+    /// The first per-port setting given (`--port-rate`, `--port-delay`,
+    /// `[port.NAME]`), as the user wrote its name.
+    pub fn per_port_setting(&self) -> Option<String> {
+        if let Some(k) = self.rate.keys().next() {
+            return Some(format!("--port-rate {k}=..."));
+        }
+        if let Some(k) = self.delay.keys().next() {
+            return Some(format!("--port-delay {k}=..."));
+        }
+        self.overrides.keys().next().map(|k| format!("[port.{k}]"))
+    }
+}
+
 /// What every port shares, resolved once (in this order, which is the
 /// order mistakes are reported in).
 #[derive(Clone, Debug)]
@@ -98,9 +112,9 @@ pub(super) struct Shared {
     /// What a mark does to a Not-ECT packet.
     not_ect: NotEctPolicy,
     /// The AQM's options.
-    aqm_opts: AqmOptions,
+    pub aqm_opts: AqmOptions,
     /// Emulated host links on ingress.
-    ingress: IngressRate,
+    pub ingress: IngressRate,
     /// Frames an emulated host link may hold.
     pub ingress_limit: u32,
     /// Wire bytes per frame counted against the rate.
@@ -151,7 +165,7 @@ impl Shared {
     }
 
     /// The egress pipeline of a port of this rate and buffer.
-    fn port_config(&self, rate: Rate, buffer_bytes: u64) -> PortConfig {
+    pub fn port_config(&self, rate: Rate, buffer_bytes: u64) -> PortConfig {
         PortConfig {
             rate,
             bucket_bytes: self.bucket_bytes,
@@ -170,7 +184,7 @@ impl Shared {
 
     /// What the AQM of a port of this rate is told. An unshaped port's AQM
     /// is scaled as for 100 Gbit/s.
-    fn aqm_env(&self, rate: Rate) -> AqmEnv {
+    pub fn aqm_env(&self, rate: Rate) -> AqmEnv {
         AqmEnv {
             rate: if rate.bps() == 0 {
                 Rate::gbit(100)

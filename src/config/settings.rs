@@ -27,8 +27,11 @@ pub struct PortSettings {
 /// The switch's effective settings.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// Ports, in `--ports` order.
+    /// Ports, in `--ports` order. With a fabric: the interfaces, each with
+    /// the settings of its host's port.
     pub ports: Vec<PortSettings>,
+    /// A fabric of several switches (`--topology`) instead of one.
+    pub fabric: Option<super::FabricSettings>,
     /// Run over interfaces with the default route.
     pub force: bool,
     /// UMEM frames (None: sized from the ports, see `dataplane::frames_needed`).
@@ -72,6 +75,14 @@ impl Settings {
     /// interface, the host behind it is cut off. (One-port settings remain
     /// valid for the core: the harness and tests drive such switches.)
     pub fn check_runnable(&self) -> Result<(), ConfigError> {
+        if let (Some(f), [only]) = (&self.fabric, &self.ports[..]) {
+            return Err(ConfigError::Invalid(format!(
+                "--topology {}: a fabric of one host ({only}) forwards nothing: \
+                 give the topology at least two hosts",
+                f.file.display(),
+                only = only.name
+            )));
+        }
         if let [only] = &self.ports[..] {
             return Err(ConfigError::Invalid(format!(
                 "--ports {}: a switch needs at least two ports (a frame never leaves by the \
@@ -106,8 +117,16 @@ impl Settings {
     /// Lines describing the effective configuration, printed at start-up.
     pub fn describe(&self) -> String {
         let mut out = String::new();
-        for p in &self.ports {
-            out.push_str(&p.describe(self.ingress_limit));
+        match &self.fabric {
+            Some(f) => {
+                let ifaces: Vec<String> = self.ports.iter().map(|p| p.name.clone()).collect();
+                out.push_str(&f.describe(&ifaces, self.ingress_limit));
+            }
+            None => {
+                for p in &self.ports {
+                    out.push_str(&p.describe(self.ingress_limit));
+                }
+            }
         }
         if !self.dilation.is_none() {
             out.push_str(&self.describe_dilation());
@@ -136,7 +155,7 @@ impl Settings {
 impl PortSettings {
     /// This port's lines of [`Settings::describe`] (`ingress_limit`: frames
     /// an emulated host link may hold).
-    fn describe(&self, ingress_limit: u32) -> String {
+    pub(super) fn describe(&self, ingress_limit: u32) -> String {
         let c = &self.port;
         let rate = if c.rate.bps() == 0 {
             "unshaped".to_string()

@@ -1,11 +1,12 @@
 //! The switch from settings: the same [`Switch`] for the data path, the
-//! harness and the fuzz targets. No I/O.
+//! harness and the fuzz targets; or the [`Fabric`] of `--topology`. No I/O.
 
 use anyhow::{Context, Result};
 
 use crate::aqm::AqmKind;
 use crate::bridge::BridgeConfig;
 use crate::config::Settings;
+use crate::fabric::{Fabric, PortRole};
 use crate::shaper::START_GRACE_NS;
 use crate::switch::{PortSpec, Switch};
 
@@ -50,4 +51,53 @@ pub fn build_switch(settings: &Settings) -> Result<Switch<AqmKind>> {
         sw.enable_ingress_links(&ingress, overhead, settings.ingress_limit);
     }
     Ok(sw)
+}
+
+/// Builds the fabric of `--topology` from settings (no I/O), at time 0:
+/// every port as the settings resolved it (the topology's rate, delay,
+/// buffer and AQM, the flags' queues and scheduler), the shaper's grace
+/// under time dilation as [`build_switch`], and the emulated host links
+/// (`--ingress-rate`) on the host ports.
+pub fn build_fabric(settings: &Settings) -> Result<Fabric<AqmKind>> {
+    let f = settings
+        .fabric
+        .as_ref()
+        .context("no --topology: there is no fabric to build")?;
+    let by_name: std::collections::HashMap<&str, &crate::config::PortSettings> =
+        f.all_ports().map(|p| (p.name.as_str(), p)).collect();
+    let mut fabric = Fabric::new(
+        f.desc.clone(),
+        |ctx| {
+            let p = by_name
+                .get(ctx.name.as_str())
+                .ok_or_else(|| "no settings for this port (a bug: please report it)".to_string())?;
+            let aqm = p.aqm.build(&p.env).map_err(|e| e.to_string())?;
+            Ok((p.port.clone(), aqm))
+        },
+        0,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let grace_ns =
+        (!settings.dilation.is_none()).then(|| settings.dilation.to_emulated_ns(START_GRACE_NS));
+    let roles = fabric.layout().ports.clone();
+    let overhead = settings.ports[0].port.overhead_bytes;
+    for (s, sw) in fabric.switches_mut().iter_mut().enumerate() {
+        if let Some(g) = grace_ns {
+            for p in sw.ports_mut() {
+                p.egress.set_start_grace(g);
+            }
+        }
+        let ingress: Vec<_> = roles[s]
+            .iter()
+            .enumerate()
+            .map(|(p, r)| match r {
+                PortRole::Host(_) => f.ports[s][p].ingress_rate,
+                PortRole::Link { .. } => None,
+            })
+            .collect();
+        if ingress.iter().any(Option::is_some) {
+            sw.enable_ingress_links(&ingress, overhead, settings.ingress_limit);
+        }
+    }
+    Ok(fabric)
 }

@@ -7,7 +7,10 @@
 //! ```
 //!
 //! The rooms:
-//! * [`build`] — the switch from settings. No I/O.
+//! * [`build`] — the switch (or the fabric of `--topology`) from settings.
+//!   No I/O.
+//! * [`core`] — [`Core`]: what the loop drives, one switch or a fabric
+//!   (whose hosts are the AF_XDP ports and whose links stay in memory).
 //! * [`snapshot`] — the counter snapshot (`softswitch stats`, the exit
 //!   report) and the fidelity verdict. No I/O.
 //! * [`clock`] — core time (the switch's `now`) and real time (what the
@@ -26,15 +29,19 @@
 
 pub mod build;
 pub mod clock;
+pub mod core;
 #[cfg(test)]
 mod dilation_tests;
 mod every;
+#[cfg(test)]
+mod fabric_tests;
 mod ports;
 mod run;
 pub mod snapshot;
 mod watch;
 
-pub use build::build_switch;
+pub use build::{build_fabric, build_switch};
+pub use core::{Core, FabricCore};
 pub use ports::frames_needed;
 pub use run::{run, DataPath, Pass, RunReport};
 pub use snapshot::Snapshot;

@@ -14,12 +14,11 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::clock::Clock;
+use super::core::Core;
 use super::watch::LoopWatch;
-use crate::aqm::AqmKind;
 use crate::config::Settings;
 use crate::packet::{FrameStore, Packet};
 use crate::preflight::{self, IfaceInfo, LinkState, SysPaths};
-use crate::switch::Switch;
 use crate::units::Nanos;
 use crate::xdp::XdpAttachment;
 use crate::xsk::{BindMode, FrameAccounting, Umem, XskOptions, XskSocket, DEFAULT_FRAME_SIZE};
@@ -48,9 +47,12 @@ fn ring_options() -> XskOptions {
 /// for flooding and frames waiting for a TX slot.
 pub fn frames_needed(settings: &Settings, sockets: u32, opts: &XskOptions) -> u32 {
     let rings = sockets as u64 * (opts.fill_size + opts.tx_size) as u64;
-    let ports: u64 = settings
-        .ports
-        .iter()
+    // A fabric's links are egress ports too (one UMEM holds every frame).
+    let egress: Box<dyn Iterator<Item = &crate::config::PortSettings>> = match &settings.fabric {
+        Some(f) => Box::new(f.all_ports()),
+        None => Box::new(settings.ports.iter()),
+    };
+    let ports: u64 = egress
         .map(|p| {
             let buffer = (p.port.buffer_bytes / 64).min(8192);
             let wire = (p.port.rate.bytes_in(p.delay_ns) / 64).min(65_536);
@@ -185,7 +187,7 @@ impl Ports {
     /// Every live socket: completions reaped, fill ring topped up, a batch
     /// received and handed to the switch at core time `now`. Returns the
     /// frames received.
-    pub(super) fn receive(&mut self, sw: &mut Switch<AqmKind>, now: Nanos) -> usize {
+    pub(super) fn receive<C: Core>(&mut self, sw: &mut C, now: Nanos) -> usize {
         let mut received = 0;
         for (port, ss) in self.socks.iter_mut().enumerate() {
             for s in ss.iter_mut().filter(|s| !s.is_abandoned()) {
@@ -208,7 +210,7 @@ impl Ports {
 
     /// Lets the switch move what is due at core time `now`, and takes what
     /// it hands out.
-    pub(super) fn take_departures(&mut self, sw: &mut Switch<AqmKind>, now: Nanos) {
+    pub(super) fn take_departures<C: Core>(&mut self, sw: &mut C, now: Nanos) {
         let waiting = &mut self.waiting;
         sw.poll(now, &mut self.umem, |port, pkt| {
             waiting[port as usize].push_back(pkt)
@@ -218,9 +220,9 @@ impl Ports {
     /// Puts what waits on the tx rings and kicks the kernel (the kick's time
     /// goes to `watch`); a port whose link is down drops what it would send
     /// (counted in the switch's `link_down_drops`).
-    pub(super) fn transmit(
+    pub(super) fn transmit<C: Core>(
         &mut self,
-        sw: &mut Switch<AqmKind>,
+        sw: &mut C,
         clock: &Clock,
         watch: &mut LoopWatch,
     ) -> Sent {
@@ -231,7 +233,7 @@ impl Ports {
         for (port, q) in self.waiting.iter_mut().enumerate() {
             if self.links[port] != LinkState::Up {
                 if !q.is_empty() {
-                    sw.ports_mut()[port].io.link_down_drops += q.len() as u64;
+                    sw.count_link_down(port as u16, q.len() as u64);
                     for pkt in q.drain(..) {
                         self.umem.release(pkt.frame);
                     }
@@ -313,7 +315,7 @@ impl Ports {
 
     /// Shutdown, first step: every frame the switch holds, and every packet
     /// waiting for a tx slot, goes back to the UMEM.
-    pub(super) fn release_held(&mut self, sw: &mut Switch<AqmKind>) {
+    pub(super) fn release_held<C: Core>(&mut self, sw: &mut C) {
         sw.drain(&mut self.umem);
         for q in &mut self.waiting {
             for pkt in q.drain(..) {

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use super::build::build_switch;
 use super::clock::{Clock, Now};
+use super::core::{Core, FabricCore};
 use super::every::Every;
 use super::ports::{set_link_states, umem_json, Ports};
 use super::snapshot::Snapshot;
@@ -68,7 +68,14 @@ pub struct RunReport {
 
 /// Runs the switch on real interfaces until `stop` is set or the duration ends.
 pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<RunReport> {
-    let mut dp = DataPath::start(settings, stop)?;
+    match settings.fabric {
+        None => run_loop(DataPath::<Switch<AqmKind>>::start(settings, stop)?),
+        Some(_) => run_loop(DataPath::<FabricCore>::start(settings, stop)?),
+    }
+}
+
+/// The loop over one core, until it stops; then shutdown.
+fn run_loop<C: Core>(mut dp: DataPath<'_, C>) -> Result<RunReport> {
     loop {
         let pass = dp.pass();
         if dp.housekeeping(&pass).is_break() {
@@ -136,6 +143,8 @@ struct PcapOut {
 struct LiveSnapshot {
     counters: Snapshot,
     links: Vec<LinkState>,
+    /// A fabric's interfaces, one per host port (the first ports).
+    interfaces: Option<Vec<String>>,
     umem: FrameAccounting,
 }
 
@@ -143,6 +152,9 @@ impl LiveSnapshot {
     fn to_json(&self) -> serde_json::Value {
         let mut v = self.counters.to_json();
         set_link_states(&mut v, &self.links);
+        for (i, name) in self.interfaces.iter().flatten().enumerate() {
+            v["ports"][i]["interface"] = json!(name);
+        }
         v["umem"] = umem_json(&self.umem);
         v
     }
@@ -154,16 +166,21 @@ impl Render for LiveSnapshot {
     }
 }
 
-/// The running data path (see the module header).
-pub struct DataPath<'a> {
+/// The running data path (see the module header) over one switch or, with
+/// `C` = [`FabricCore`], a fabric.
+pub struct DataPath<'a, C: Core = Switch<AqmKind>> {
     settings: &'a Settings,
     stop: Arc<AtomicBool>,
     clock: Clock,
-    sw: Switch<AqmKind>,
+    sw: C,
     ports: Ports,
     watch: LoopWatch,
     chores: Chores,
+    /// The ports' names in the counters (a fabric's: `leaf1:h1`, ...,
+    /// `leaf1:spine2`, ...).
     names: Arc<[String]>,
+    /// The interfaces (`--ports`).
+    interfaces: Vec<String>,
     published: Published,
     series: Option<SeriesOut>,
     pcap: Option<PcapOut>,
@@ -175,7 +192,7 @@ pub struct DataPath<'a> {
     port_locks: PortLocks,
 }
 
-impl<'a> DataPath<'a> {
+impl<'a, C: Core> DataPath<'a, C> {
     /// Checks the ports, takes their locks, builds the switch, binds the
     /// sockets, starts the outputs (stats socket, time series, capture) and
     /// pins the thread; time starts here.
@@ -185,7 +202,7 @@ impl<'a> DataPath<'a> {
         let ifaces = preflight::check_ports(&names, settings.force, &SysPaths::default())?;
         // Before anything is attached: one switch per interface.
         let port_locks = PortLocks::acquire(Path::new(LOCK_DIR), &names)?;
-        let mut sw = build_switch(settings)?;
+        let mut sw = C::build(settings)?;
         let cpu = data_path_cpu(settings.cpu)?;
         eprint!("{}", settings.describe());
         check_mtus(&ifaces)?;
@@ -205,6 +222,7 @@ impl<'a> DataPath<'a> {
         };
         let series = open_series(settings)?;
         let pcap = open_pcap(settings, &mut sw, &names)?;
+        let counter_names = sw.port_names(&names);
         // Pin only now: the stats and time-series threads above stay free to
         // run on other CPUs.
         if let Some(c) = cpu {
@@ -236,7 +254,8 @@ impl<'a> DataPath<'a> {
             ports,
             watch,
             chores: Chores::new(settings),
-            names: Arc::from(names.as_slice()),
+            names: Arc::from(counter_names.as_slice()),
+            interfaces: names,
             published,
             series,
             pcap,
@@ -285,7 +304,7 @@ impl<'a> DataPath<'a> {
             if let Some(s) = &mut self.series {
                 let stalls = self.watch.intervals.stalls(real_ns);
                 let d = self.clock.dilation();
-                crate::timeseries::sample(&self.sw, core_ns, d, Some(&stalls), &mut s.batch);
+                self.sw.sample(core_ns, d, Some(&stalls), &mut s.batch);
             }
         }
         if self.chores.publish.is_due(real_ns) {
@@ -377,12 +396,19 @@ impl<'a> DataPath<'a> {
     }
 
     fn live_snapshot(&self, now: Now, umem: FrameAccounting) -> LiveSnapshot {
-        let counters = Snapshot::take(&self.sw, &self.names, now.core_ns, &self.settings.guard)
+        let counters = self
+            .sw
+            .snapshot(&self.names, now.core_ns, &self.settings.guard)
             .with_passes(&self.watch.intervals, now.real_ns)
             .dilated(self.clock.dilation());
         LiveSnapshot {
             counters,
             links: self.ports.links().to_vec(),
+            interfaces: self
+                .settings
+                .fabric
+                .as_ref()
+                .map(|_| self.interfaces.clone()),
             umem,
         }
     }
@@ -473,9 +499,9 @@ fn open_series(settings: &Settings) -> Result<Option<SeriesOut>> {
 }
 
 /// Capture on in the switch, and its writer thread (`--pcap`).
-fn open_pcap(
+fn open_pcap<C: Core>(
     settings: &Settings,
-    sw: &mut Switch<AqmKind>,
+    sw: &mut C,
     names: &[String],
 ) -> Result<Option<PcapOut>> {
     let Some(p) = &settings.pcap else {
@@ -484,7 +510,7 @@ fn open_pcap(
     sw.enable_capture(CaptureConfig {
         snaplen: p.snaplen,
         ports: p.ports.clone(),
-    });
+    })?;
     let writer = PcapWriter::start(WriterConfig {
         dir: p.dir.clone(),
         names: names.to_vec(),
@@ -507,7 +533,7 @@ fn open_pcap(
 }
 
 /// Closes the capture: the last records to the writer, the files finished.
-fn finish_capture(pcap: Option<PcapOut>, sw: &mut Switch<AqmKind>) -> Result<Option<Summary>> {
+fn finish_capture<C: Core>(pcap: Option<PcapOut>, sw: &mut C) -> Result<Option<Summary>> {
     let Some(out) = pcap else {
         return Ok(None);
     };

@@ -21,11 +21,12 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::aqm::AqmKind;
+use crate::fabric::Fabric;
 use crate::fidelity::{self, LoopStalls, PassIntervals, Thresholds};
 use crate::ingress::IngressCounters;
 use crate::port::{PortCounters, SojournSummary};
 use crate::shaper::LinkFidelity;
-use crate::switch::{Conservation, IoCounters, Switch, SwitchPort};
+use crate::switch::{Balance, Conservation, IoCounters, Switch, SwitchPort};
 use crate::timebase::Dilation;
 use crate::units::{Nanos, Rate};
 
@@ -36,10 +37,15 @@ pub struct Snapshot {
     now: Nanos,
     dilation: Dilation,
     real_elapsed_ns: Option<Nanos>,
-    mac_entries: usize,
+    /// The learning bridge's entries (None: a fabric, which routes).
+    mac_entries: Option<usize>,
     ports: Vec<PortSnapshot>,
     passes: Option<(serde_json::Value, LoopStalls)>,
     conservation: Conservation,
+    /// A fabric's links whose two ends disagree.
+    link_failures: Vec<String>,
+    /// A fabric's routes and links ([`Fabric::report`]).
+    fabric: Option<serde_json::Value>,
 }
 
 /// One port's part of a [`Snapshot`].
@@ -129,7 +135,7 @@ impl Snapshot {
             now,
             dilation: Dilation::NONE,
             real_elapsed_ns: None,
-            mac_entries: sw.bridge().entries(),
+            mac_entries: Some(sw.bridge().entries()),
             ports: sw
                 .ports()
                 .iter()
@@ -137,6 +143,52 @@ impl Snapshot {
                 .collect(),
             passes: None,
             conservation: sw.conservation(),
+            link_failures: Vec::new(),
+            fabric: None,
+        }
+    }
+
+    /// Copies a fabric's counters at core time `now`: its ports in `order`
+    /// ((switch, port) pairs, [`Fabric::port_order`]) named by `names`, the
+    /// counter identities of every switch (switch-wide: their sum) and
+    /// link, and the routes' and links' report.
+    pub fn take_fabric(
+        f: &Fabric<AqmKind>,
+        order: &[(usize, u16)],
+        names: &Arc<[String]>,
+        now: Nanos,
+        guard: &Thresholds,
+    ) -> Snapshot {
+        let sw = f.switches();
+        let c = f.conservation();
+        let mut switch = Balance::default();
+        for s in &c.switches {
+            switch.input += s.switch.input;
+            switch.output += s.switch.output;
+        }
+        let conservation = Conservation {
+            ports: order
+                .iter()
+                .map(|&(s, p)| c.switches[s].ports[p as usize].clone())
+                .collect(),
+            switch,
+            holds: c.switches.iter().all(|s| s.holds),
+        };
+        Snapshot {
+            names: names.clone(),
+            guard: *guard,
+            now,
+            dilation: Dilation::NONE,
+            real_elapsed_ns: None,
+            mac_entries: None,
+            ports: order
+                .iter()
+                .map(|&(s, p)| PortSnapshot::take(&sw[s].ports()[p as usize], now, 0))
+                .collect(),
+            passes: None,
+            conservation,
+            link_failures: c.link_failures,
+            fabric: Some(f.report()),
         }
     }
 
@@ -171,9 +223,14 @@ impl Snapshot {
             .collect();
         let mut v = json!({
             "elapsed_s": self.now as f64 / 1e9,
-            "mac_entries": self.mac_entries,
             "ports": ports,
         });
+        if let Some(m) = self.mac_entries {
+            v["mac_entries"] = json!(m);
+        }
+        if let Some(f) = &self.fabric {
+            v["fabric"] = f.clone();
+        }
         if !self.dilation.is_none() {
             v["dilation"] = json!(self.dilation);
             if let Some(r) = self.real_elapsed_ns {
@@ -192,10 +249,12 @@ impl Snapshot {
         for (i, b) in self.conservation.ports.iter().enumerate() {
             v["ports"][i]["balance"] = json!(b);
         }
+        let mut failures = self.conservation.failures(&self.names);
+        failures.extend(self.link_failures.iter().cloned());
         v["conservation"] = json!({
             "switch": self.conservation.switch,
-            "holds": self.conservation.holds,
-            "failures": self.conservation.failures(&self.names),
+            "holds": self.conservation.holds && self.link_failures.is_empty(),
+            "failures": failures,
         });
         let stalls = self.passes.as_ref().map(|(_, s)| s);
         v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));

@@ -286,6 +286,27 @@ impl<A: Aqm> Fabric<A> {
         self.unknown_host
     }
 
+    /// Every egress port as (switch, port): the host ports in the hosts'
+    /// order (so the `h`-th is host `h`'s), then every switch's link ports,
+    /// switch by switch (the order of [`links`](Self::links)). The data
+    /// path numbers the fabric's ports so in its counters and time series.
+    pub fn port_order(&self) -> Vec<(usize, u16)> {
+        let mut v = self.layout.host_port.clone();
+        for (s, ports) in self.layout.ports.iter().enumerate() {
+            for (p, r) in ports.iter().enumerate() {
+                if let PortRole::Link { .. } = r {
+                    v.push((s, p as u16));
+                }
+            }
+        }
+        v
+    }
+
+    /// The name of port `p` of switch `s` (`leaf1:h3`, `leaf1:spine2`).
+    pub fn port_name(&self, s: usize, p: u16) -> String {
+        self.layout.port_name(&self.desc, s, p)
+    }
+
     /// The earliest time [`poll`](Self::poll) has something to do.
     pub fn next_event(&self, now: Nanos) -> Option<Nanos> {
         self.switches.iter().filter_map(|s| s.next_event(now)).min()

@@ -1,0 +1,239 @@
+//! What the data path drives: one [`Switch`] (the default) or a [`Fabric`]
+//! of several (`--topology`). Both are deterministic machines with frames
+//! in at numbered ports and frames out at numbered ports; [`Core`] is that
+//! common face, so the loop ([`super::DataPath`]) is the same code for both,
+//! compiled once for each (no dynamic dispatch, no branch per frame: the
+//! single switch runs exactly as before).
+//!
+//! The data path's ports are the AF_XDP sockets: for a switch, its ports;
+//! for a fabric, its hosts (port `h` = host `h` of the topology, in the
+//! hosts' order). A fabric's links stay inside it (in-memory, no system
+//! call per hop). Counters and time series number a fabric's ports as
+//! [`Fabric::port_order`]: the host ports first (so index `h` is the
+//! interface of host `h`), then every link direction, named `leaf1:spine2`.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::build::{build_fabric, build_switch};
+use super::snapshot::Snapshot;
+use crate::aqm::AqmKind;
+use crate::capture::{Capture, CaptureConfig};
+use crate::config::Settings;
+use crate::fabric::Fabric;
+use crate::fidelity::{LoopStalls, Thresholds};
+use crate::packet::{FrameId, FrameStore, Packet};
+use crate::switch::Switch;
+use crate::timebase::Dilation;
+use crate::timeseries::Batch as SeriesBatch;
+use crate::units::Nanos;
+
+/// One switch or a fabric, as the data path drives it (see the module
+/// header). Port numbers are the data path's: its AF_XDP ports.
+pub trait Core: Sized {
+    /// Builds it from settings (no I/O), at time 0.
+    fn build(settings: &Settings) -> Result<Self>;
+    /// The names of the ports in its counters (`names`: the interfaces).
+    fn port_names(&self, interfaces: &[String]) -> Vec<String>;
+    /// A frame arrived on data-path port `port` at `now`.
+    fn ingress<S: FrameStore>(
+        &mut self,
+        port: u16,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    );
+    /// Moves what is due by `now`; what leaves by a data-path port goes to
+    /// `tx(port, packet)`.
+    fn poll<S: FrameStore>(&mut self, now: Nanos, store: &mut S, tx: impl FnMut(u16, Packet));
+    /// The earliest time `poll` has something to do.
+    fn next_event(&self, now: Nanos) -> Option<Nanos>;
+    /// Packets held anywhere inside.
+    fn held_packets(&self) -> u64;
+    /// Releases every held frame (shutdown).
+    fn drain<S: FrameStore>(&mut self, store: &mut S);
+    /// `n` frames that left by data-path port `port` were dropped because
+    /// its interface is down or gone.
+    fn count_link_down(&mut self, port: u16, n: u64);
+    /// Periodic ageing (the bridge's MAC table; a fabric's routes do not age).
+    fn age(&mut self, now: Nanos);
+    /// Turns capture on; Err: this core cannot capture.
+    fn enable_capture(&mut self, cfg: CaptureConfig) -> Result<()>;
+    /// The capture, when on.
+    fn capture_mut(&mut self) -> Option<&mut Capture>;
+    /// The counter snapshot at `now`, ports named `names`.
+    fn snapshot(&self, names: &Arc<[String]>, now: Nanos, guard: &Thresholds) -> Snapshot;
+    /// One time-series sample at `now`.
+    fn sample(
+        &self,
+        now: Nanos,
+        dilation: Dilation,
+        stalls: Option<&LoopStalls>,
+        out: &mut SeriesBatch,
+    );
+}
+
+impl Core for Switch<AqmKind> {
+    fn build(settings: &Settings) -> Result<Self> {
+        build_switch(settings)
+    }
+    fn port_names(&self, interfaces: &[String]) -> Vec<String> {
+        interfaces.to_vec()
+    }
+    #[inline]
+    fn ingress<S: FrameStore>(
+        &mut self,
+        port: u16,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        Switch::ingress(self, port, frame, len, now, store)
+    }
+    #[inline]
+    fn poll<S: FrameStore>(&mut self, now: Nanos, store: &mut S, tx: impl FnMut(u16, Packet)) {
+        Switch::poll(self, now, store, tx)
+    }
+    #[inline]
+    fn next_event(&self, now: Nanos) -> Option<Nanos> {
+        Switch::next_event(self, now)
+    }
+    #[inline]
+    fn held_packets(&self) -> u64 {
+        Switch::held_packets(self)
+    }
+    fn drain<S: FrameStore>(&mut self, store: &mut S) {
+        Switch::drain(self, store)
+    }
+    fn count_link_down(&mut self, port: u16, n: u64) {
+        self.ports_mut()[port as usize].io.link_down_drops += n;
+    }
+    fn age(&mut self, now: Nanos) {
+        Switch::age(self, now)
+    }
+    fn enable_capture(&mut self, cfg: CaptureConfig) -> Result<()> {
+        Switch::enable_capture(self, cfg);
+        Ok(())
+    }
+    #[inline]
+    fn capture_mut(&mut self) -> Option<&mut Capture> {
+        Switch::capture_mut(self)
+    }
+    fn snapshot(&self, names: &Arc<[String]>, now: Nanos, guard: &Thresholds) -> Snapshot {
+        Snapshot::take(self, names, now, guard)
+    }
+    fn sample(
+        &self,
+        now: Nanos,
+        dilation: Dilation,
+        stalls: Option<&LoopStalls>,
+        out: &mut SeriesBatch,
+    ) {
+        crate::timeseries::sample(self, now, dilation, stalls, out)
+    }
+}
+
+/// A fabric with the order its ports are reported in.
+pub struct FabricCore {
+    fabric: Fabric<AqmKind>,
+    /// [`Fabric::port_order`], computed once.
+    order: Vec<(usize, u16)>,
+}
+
+impl FabricCore {
+    /// Wraps a fabric (its hosts are the data path's ports).
+    pub fn new(fabric: Fabric<AqmKind>) -> Self {
+        let order = fabric.port_order();
+        FabricCore { fabric, order }
+    }
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric<AqmKind> {
+        &self.fabric
+    }
+    /// Mutable access to the fabric.
+    pub fn fabric_mut(&mut self) -> &mut Fabric<AqmKind> {
+        &mut self.fabric
+    }
+}
+
+impl Core for FabricCore {
+    fn build(settings: &Settings) -> Result<Self> {
+        build_fabric(settings).map(FabricCore::new)
+    }
+    fn port_names(&self, _interfaces: &[String]) -> Vec<String> {
+        self.order
+            .iter()
+            .map(|&(s, p)| self.fabric.port_name(s, p))
+            .collect()
+    }
+    #[inline]
+    fn ingress<S: FrameStore>(
+        &mut self,
+        port: u16,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        self.fabric.ingress(port as usize, frame, len, now, store)
+    }
+    #[inline]
+    fn poll<S: FrameStore>(&mut self, now: Nanos, store: &mut S, mut tx: impl FnMut(u16, Packet)) {
+        self.fabric.poll(now, store, |h, pkt| tx(h as u16, pkt))
+    }
+    #[inline]
+    fn next_event(&self, now: Nanos) -> Option<Nanos> {
+        self.fabric.next_event(now)
+    }
+    #[inline]
+    fn held_packets(&self) -> u64 {
+        self.fabric.held_packets()
+    }
+    fn drain<S: FrameStore>(&mut self, store: &mut S) {
+        self.fabric.drain(store)
+    }
+    fn count_link_down(&mut self, port: u16, n: u64) {
+        if let Some(&(s, p)) = self.order.get(port as usize) {
+            self.fabric.switches_mut()[s].ports_mut()[p as usize]
+                .io
+                .link_down_drops += n;
+        }
+    }
+    fn age(&mut self, _now: Nanos) {}
+    fn enable_capture(&mut self, _cfg: CaptureConfig) -> Result<()> {
+        Err(anyhow::anyhow!(
+            "capture in a fabric is not supported yet (--pcap with --topology)"
+        ))
+    }
+    #[inline]
+    fn capture_mut(&mut self) -> Option<&mut Capture> {
+        None
+    }
+    fn snapshot(&self, names: &Arc<[String]>, now: Nanos, guard: &Thresholds) -> Snapshot {
+        Snapshot::take_fabric(&self.fabric, &self.order, names, now, guard)
+    }
+    fn sample(
+        &self,
+        now: Nanos,
+        dilation: Dilation,
+        stalls: Option<&LoopStalls>,
+        out: &mut SeriesBatch,
+    ) {
+        let sw = self.fabric.switches();
+        for (i, &(s, p)) in self.order.iter().enumerate() {
+            crate::timeseries::sample_port(
+                i as u16,
+                &sw[s].ports()[p as usize],
+                now,
+                dilation,
+                out,
+            );
+        }
+        if let Some(st) = stalls {
+            crate::timeseries::sample_stalls(st, now, out);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The data path's core over a fabric (`--topology`), without sockets:
+//! settings from the command line, the fabric they build, frames in and
+//! out at the data path's port numbers (the hosts), the counters' port
+//! names and the time series' numbering; and the configuration's errors.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use super::core::{Core, FabricCore};
+use super::Snapshot;
+use crate::config::Settings;
+use crate::packet::VecStore;
+use crate::switch::Switch;
+use crate::timebase::Dilation;
+use crate::timeseries::Batch;
+use crate::units::{Nanos, Rate, MS, US};
+
+/// 2 leaves × 2 spines, 2 hosts per leaf, 1 Gbit/s to the hosts, slow
+/// spine links.
+const LEAF_SPINE: &str = r#"
+[leaf_spine]
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_rate = "1gbit"
+fabric_rate = "100mbit"
+delay = "10us"
+"#;
+
+/// A topology file, removed when dropped.
+struct TopoFile(PathBuf);
+
+impl TopoFile {
+    fn new(text: &str) -> Self {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "softswitch-fabric-test-{}-{}.toml",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&p, text).unwrap();
+        TopoFile(p)
+    }
+    fn arg(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TopoFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn resolve(args: &[&str]) -> Result<Settings, String> {
+    let mut v = vec!["softswitch"];
+    v.extend_from_slice(args);
+    let cli = crate::cli::Cli::try_parse_from(v).map_err(|e| e.to_string())?;
+    crate::config::resolve(&cli.run).map_err(|e| e.to_string())
+}
+
+fn fabric_settings(topo: &TopoFile, extra: &[&str]) -> Settings {
+    let t = topo.arg();
+    let mut args = vec![
+        "--topology",
+        &t,
+        "--ports",
+        "ss-h1-sw,ss-h2-sw,ss-h3-sw,ss-h4-sw",
+    ];
+    args.extend_from_slice(extra);
+    resolve(&args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Ethernet + IPv4 (ECT(0)) + UDP from host `src` to host `dst` (as `topo
+/// up` addresses and MACs them), source port `sport`.
+fn udp(src: u8, dst: u8, sport: u16, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len.max(60)];
+    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, dst]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, src]);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip_len = (f.len() - 14) as u16;
+    f[14] = 0x45;
+    f[15] = 0x02;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 99, 0, src]);
+    f[30..34].copy_from_slice(&[10, 99, 0, dst]);
+    let sum = crate::wire::checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&2000u16.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+fn send(c: &mut FabricCore, st: &mut VecStore, port: u16, bytes: Vec<u8>, now: Nanos) {
+    let len = bytes.len() as u32;
+    let id = st.insert(bytes);
+    c.ingress(port, id, len, now, st);
+}
+
+/// Polls every 10 µs from `from` to `to`; what left at each data-path port.
+fn run(c: &mut FabricCore, st: &mut VecStore, from: Nanos, to: Nanos) -> Vec<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut now = from;
+    while now <= to {
+        c.poll(now, st, |p, pkt| out.push((p, pkt.frame)));
+        now += 10 * US;
+    }
+    out.into_iter().map(|(p, f)| (p, st.take(f))).collect()
+}
+
+#[test]
+fn hosts_are_the_data_path_ports_and_links_stay_inside() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let s = fabric_settings(&topo, &["--aqm", "dctcp"]);
+    let mut c = FabricCore::build(&s).unwrap();
+    let ifaces: Vec<String> = s.ports.iter().map(|p| p.name.clone()).collect();
+    assert_eq!(ifaces, ["ss-h1-sw", "ss-h2-sw", "ss-h3-sw", "ss-h4-sw"]);
+    let names = c.port_names(&ifaces);
+    assert_eq!(
+        names,
+        [
+            "leaf1:h1",
+            "leaf1:h2",
+            "leaf2:h3",
+            "leaf2:h4",
+            "leaf1:spine1",
+            "leaf1:spine2",
+            "leaf2:spine1",
+            "leaf2:spine2",
+            "spine1:leaf1",
+            "spine1:leaf2",
+            "spine2:leaf1",
+            "spine2:leaf2",
+        ]
+    );
+    // The topology's rates: hosts 1 Gbit/s, links 100 Mbit/s; its delay.
+    let f = c.fabric();
+    let leaf1 = &f.switches()[0].ports();
+    assert_eq!(leaf1[0].egress.config().rate, Rate::gbit(1));
+    assert_eq!(leaf1[2].egress.config().rate, Rate::mbit(100));
+    assert_eq!(leaf1[2].wire.delay_ns(), 10 * US);
+    // h1 (port 0) → h3 (port 2) and h4 → h2: each out at its host's port
+    // only, unchanged, after three hops.
+    let mut st = VecStore::default();
+    let a = udp(1, 3, 1000, 200);
+    let b = udp(4, 2, 1001, 300);
+    send(&mut c, &mut st, 0, a.clone(), 0);
+    send(&mut c, &mut st, 3, b.clone(), 0);
+    let out = run(&mut c, &mut st, 0, MS);
+    assert_eq!(
+        out.len(),
+        2,
+        "{:?}",
+        out.iter().map(|o| o.0).collect::<Vec<_>>()
+    );
+    assert!(out.contains(&(2, a)));
+    assert!(out.contains(&(1, b)));
+    assert_eq!(c.held_packets(), 0);
+    // The counters name every port; the route and link report is there.
+    let names: Arc<[String]> = names.into();
+    let j = c.snapshot(&names, MS, &s.guard).to_json();
+    assert_eq!(j["ports"].as_array().unwrap().len(), 12);
+    assert_eq!(j["ports"][2]["name"], "leaf2:h3");
+    assert_eq!(j["ports"][2]["io"]["tx_packets"], 1);
+    assert_eq!(j["conservation"]["holds"], true, "{}", j["conservation"]);
+    assert!(j.get("mac_entries").is_none());
+    let sw = j["fabric"]["switches"].as_array().unwrap();
+    assert_eq!(sw.len(), 4);
+    assert_eq!(sw[0]["name"], "leaf1");
+    assert_eq!(sw[0]["routes"]["routed"], 1);
+    assert_eq!(sw[0]["routes"]["local"], 1);
+    let text = crate::report::render(&j);
+    assert!(
+        text.contains("fabric switch leaf1: local 1, routed 1"),
+        "{text}"
+    );
+    // The time series numbers the ports as the counters do.
+    let mut batch = Batch::default();
+    c.sample(MS, Dilation::NONE, None, &mut batch);
+    let mut ports: Vec<u16> = batch.queues.iter().map(|q| q.port).collect();
+    ports.dedup();
+    assert_eq!(ports, (0..12).collect::<Vec<u16>>());
+}
+
+#[test]
+fn a_congested_link_marks_and_the_counters_name_it() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let s = fabric_settings(&topo, &["--aqm", "dctcp", "--aqm-opt", "k=30kb"]);
+    let mut c = FabricCore::build(&s).unwrap();
+    let mut st = VecStore::default();
+    // One flow h1 → h3 of 60 full frames at once: 90 KB onto one 100 Mbit/s
+    // uplink of leaf1 (the 1 Gbit/s host link is not in its way: frames
+    // enter the fabric as they arrive).
+    for _ in 0..60 {
+        send(&mut c, &mut st, 0, udp(1, 3, 5000, 1500), 0);
+    }
+    let out = run(&mut c, &mut st, 0, 20 * MS);
+    assert_eq!(out.len(), 60);
+    assert!(out.iter().all(|(p, _)| *p == 2));
+    let ce = out.iter().filter(|(_, f)| f[15] & 3 == 3).count();
+    assert!(ce > 0, "no CE mark");
+    let names: Arc<[String]> = c.port_names(&[]).into();
+    let j = c.snapshot(&names, 20 * MS, &s.guard).to_json();
+    let marked: Vec<&str> = j["fabric"]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["marked_packets"].as_u64().unwrap() > 0)
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(marked.len(), 1, "{}", j["fabric"]["links"]);
+    assert!(marked[0].starts_with("leaf1:spine"), "{marked:?}");
+    assert_eq!(j["conservation"]["holds"], true);
+    let text = crate::report::render(&j);
+    assert!(
+        text.contains(&format!(
+            "fabric links that marked or dropped: {}",
+            marked[0]
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_umem_holds_every_ports_buffer_links_included() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let fab = fabric_settings(&topo, &[]);
+    let one = resolve(&["--ports", "ss-h1-sw,ss-h2-sw,ss-h3-sw,ss-h4-sw"]).unwrap();
+    let opts = crate::xsk::XskOptions::default();
+    let (f, s) = (
+        super::frames_needed(&fab, 4, &opts),
+        super::frames_needed(&one, 4, &opts),
+    );
+    // 8 more ports of 96 KB buffers (1536 frames each), and the link wires.
+    assert!(f >= s + 8 * 1536, "{f} vs {s}");
+}
+
+#[test]
+fn a_single_switch_snapshot_keeps_its_mac_table_and_no_fabric() {
+    let s = resolve(&["--ports", "a,b"]).unwrap();
+    let sw: Switch<crate::aqm::AqmKind> = Core::build(&s).unwrap();
+    let names: Arc<[String]> = sw.port_names(&["a".into(), "b".into()]).into();
+    let j = sw.snapshot(&names, 0, &s.guard).to_json();
+    assert_eq!(j["mac_entries"], 0);
+    assert!(j.get("fabric").is_none());
+    let _ = Snapshot::take(&sw, &names, 0, &s.guard);
+}
+
+fn err(args: &[&str]) -> String {
+    match resolve(args) {
+        Ok(_) => panic!("{args:?} resolved"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn topologies_that_cannot_run_say_why() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let t = topo.arg();
+    let e = err(&["--topology", &t, "--ports", "a,b,c"]);
+    assert!(
+        e.contains("has 4 hosts (h1, h2, h3, h4) but --ports names 3 interfaces"),
+        "{e}"
+    );
+    assert!(e.contains("topo up --topology"), "{e}");
+    let e = err(&[
+        "--topology",
+        &t,
+        "--ports",
+        "x-h2-sw,x-h1-sw,x-h3-sw,x-h4-sw",
+    ]);
+    assert!(
+        e.contains("interface x-h2-sw (host h2 of `topo up`) is in the place of host h1"),
+        "{e}"
+    );
+    let four = "a,b,c,d";
+    for (extra, what) in [
+        (&["--rate", "1gbit"][..], "--rate with --topology"),
+        (&["--delay", "1us"][..], "--delay with --topology"),
+        (
+            &["--port-rate", "a=1gbit"][..],
+            "--port-rate a=... with --topology",
+        ),
+        (&["--pcap", "dir"][..], "--pcap with --topology"),
+        (&["--aqm", "r-aqm"][..], "--aqm r-aqm with --topology"),
+    ] {
+        let mut args = vec!["--topology", &t, "--ports", four];
+        args.extend_from_slice(extra);
+        let e = err(&args);
+        assert!(e.contains(what), "{extra:?}: {e}");
+    }
+    let e = err(&["--topology", "/nonexistent/t.toml", "--ports", four]);
+    assert!(
+        e.contains("--topology /nonexistent/t.toml: cannot read it"),
+        "{e}"
+    );
+    let bad = TopoFile::new("[leaf_spine]\nleaves = 0\nspines = 1\nhosts_per_leaf = 1\n");
+    let e = err(&["--topology", &bad.arg(), "--ports", "a"]);
+    assert!(
+        e.contains("line 2: leaf_spine.leaves must be at least 1"),
+        "{e}"
+    );
+    // An AQM that needs per-flow queues on some ports only.
+    let mixed = TopoFile::new(&format!("{LEAF_SPINE}[defaults]\naqm = \"diffecn\"\n"));
+    let e = err(&[
+        "--topology",
+        &mixed.arg(),
+        "--ports",
+        four,
+        "--aqm",
+        "dctcp",
+    ]);
+    assert!(e.contains("needs other queues than --aqm dctcp"), "{e}");
+    // One host: nothing to forward.
+    let one = TopoFile::new("[[switch]]\nname = \"s\"\nhosts = [\"h1\"]\n");
+    let s = resolve(&["--topology", &one.arg(), "--ports", "a"]).unwrap();
+    let e = s.check_runnable().unwrap_err().to_string();
+    assert!(
+        e.contains("a fabric of one host (a) forwards nothing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_topology_gives_each_port_its_aqm_and_buffer() {
+    let topo = TopoFile::new(&format!(
+        "{LEAF_SPINE}[defaults]\naqm = \"tcn\"\naqm_opts = {{ threshold = \"70us\" }}\nbuffer = \"200kb\"\n"
+    ));
+    let s = fabric_settings(&topo, &["--aqm", "dctcp", "--buffer", "50kb"]);
+    let f = s.fabric.as_ref().unwrap();
+    let link = &f.ports[0][2];
+    assert_eq!(link.name, "leaf1:spine1");
+    assert_eq!(link.port.buffer_bytes, 200 * 1024);
+    assert!(
+        link.aqm.describe().contains("70us"),
+        "{}",
+        link.aqm.describe()
+    );
+    // What the topology leaves to the flags: --buffer where it names none.
+    let plain = TopoFile::new(LEAF_SPINE);
+    let s = fabric_settings(&plain, &["--aqm", "dctcp", "--buffer", "50kb"]);
+    let p = &s.fabric.as_ref().unwrap().ports[0][0];
+    assert_eq!(p.port.buffer_bytes, 50 * 1024);
+    assert!(
+        p.aqm.describe().starts_with("dctcp"),
+        "{}",
+        p.aqm.describe()
+    );
+    assert!(s
+        .describe()
+        .contains("host h3 (10.99.0.3) = interface ss-h3-sw on port leaf2:h3"));
+}
