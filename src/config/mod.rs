@@ -43,7 +43,7 @@ mod settings;
 mod values;
 
 #[cfg(test)]
-mod golden;
+mod golden_tests;
 #[cfg(test)]
 mod tests;
 

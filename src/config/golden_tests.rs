@@ -2,7 +2,7 @@
 //! or the error of ~170 flag / file combinations, compared byte for byte
 //! with `golden.txt`. A change to what a user sees at start-up or in an
 //! error fails here; when it is meant, regenerate the file with
-//! `UPDATE_GOLDEN=1 cargo test --lib config::golden` and review the diff.
+//! `UPDATE_GOLDEN=1 cargo test --lib config::golden_tests` and review the diff.
 
 const FILE_FULL: &str = r#"
 ports = ["fa", "fb", "fc"]
