@@ -45,8 +45,9 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    iperf_receiver_bps, iperf_retransmits, ping, skip_unless_root, skip_unless_tools, stats_socket,
-    switch_serial, CpuUse, CpuWatch, SwitchProc, TestTopo,
+    iperf_receiver_bps, iperf_retransmits, measure_judged, ping, skip_unless_root,
+    skip_unless_tools, stats_socket, switch_serial, CpuUse, CpuWatch, SwitchProc, TestTopo,
+    Verdict,
 };
 
 /// Emulated link rate, held undilated on this machine (BENCHMARKS.md,
@@ -75,15 +76,10 @@ struct Emulated {
     marks_per_pkt: f64,
     /// The receiver port's share of backlogged link time lost (real time).
     lost: f64,
-    faithful: bool,
-    /// Every reason the guard gave is a stall outside the switch's loop
-    /// (interrupts, or the vCPU paused by the hypervisor): the machine's
-    /// doing, as a CPU taken by other load is.
-    machine_paused: bool,
     retransmits: u64,
 }
 
-fn one_flow(d: u32) -> (Emulated, CpuUse) {
+fn one_flow(d: u32) -> (Emulated, CpuUse, Verdict) {
     let mut t = TestTopo::new(2);
     let d_s = d.to_string();
     let sw = SwitchProc::start(
@@ -133,14 +129,9 @@ fn one_flow(d: u32) -> (Emulated, CpuUse) {
         p50_us: eg["sojourn"]["p50_us"].as_f64().unwrap_or(0.0),
         marks_per_pkt: marks as f64 / dequeued as f64,
         lost: p["link"]["lost_fraction"].as_f64().unwrap_or(1.0),
-        faithful: j["fidelity"]["faithful"] == true,
-        machine_paused: j["fidelity"]["reasons"].as_array().is_some_and(|r| {
-            !r.is_empty()
-                && r.iter()
-                    .all(|x| x.as_str().unwrap_or("").contains("outside its loop"))
-        }),
         retransmits: iperf_retransmits(&out),
     };
+    let verdict = Verdict::of(&j);
     eprintln!(
         "D = {}: goodput {:.1} Mbit/s emulated ({:.1} on the wire), median sojourn {:.0} us \
          emulated, {:.4} marks per packet, {} retransmits; lost {:.2} % of backlogged link time, \
@@ -152,14 +143,14 @@ fn one_flow(d: u32) -> (Emulated, CpuUse) {
         e.marks_per_pkt,
         e.retransmits,
         e.lost * 100.0,
-        if e.faithful {
+        if verdict.faithful {
             "faithful"
         } else {
             "NOT FAITHFUL"
         },
         j["fidelity"]["reasons"],
     );
-    (e, cpu)
+    (e, cpu, verdict)
 }
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -182,20 +173,10 @@ fn dilation_keeps_emulated_goodput_sojourn_and_marks() {
     let sound = |e: &Emulated| e.lost < 0.01 && e.goodput_bps > 0.8 * RATE_BPS;
     // A run is repeated (up to 3 times) when it was unsound through the
     // machine: the switch starved of a CPU, or paused outside its loop.
-    let run = |d: u32| {
-        let mut attempt = 1;
-        loop {
-            let (e, cpu) = one_flow(d);
-            if sound(&e) || attempt >= 3 || !(cpu.starved() || e.machine_paused) {
-                return (e, cpu);
-            }
-            eprintln!("{name}: D = {d}, attempt {attempt} unsound through the machine, once more");
-            attempt += 1;
-        }
-    };
-    let (one, cpu1) = run(1);
-    let (four, cpu4) = run(4);
-    let both = format!("{one:?}\n{four:?}\nD = 1: {cpu1}\nD = 4: {cpu4}");
+    let run = |d: u32| measure_judged(&format!("{name}: D = {d}"), 3, || one_flow(d), sound);
+    let (one, cpu1, guard1) = run(1);
+    let (four, cpu4, guard4) = run(4);
+    let both = format!("{one:?}\n{four:?}\nD = 1: {cpu1}; {guard1:?}\nD = 4: {cpu4}; {guard4:?}");
     assert!(sound(&one) && sound(&four), "a run was not sound:\n{both}");
     assert!(
         one.marks_per_pkt > 0.001 && four.marks_per_pkt > 0.001,

@@ -761,16 +761,102 @@ impl CpuWatch {
 pub fn measure<T>(
     what: &str,
     attempts: usize,
-    mut run: impl FnMut() -> (T, CpuUse),
+    run: impl FnMut() -> (T, CpuUse),
     ok: impl Fn(&T) -> bool,
 ) -> (T, CpuUse) {
+    retry(
+        what,
+        attempts,
+        run,
+        |(r, _)| ok(r),
+        |(_, cpu)| {
+            cpu.starved()
+                .then(|| format!("failed while the switch was starved, once more: {cpu}"))
+        },
+    )
+}
+
+/// The fidelity guard's verdict on a run, from the switch's exit JSON.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub faithful: bool,
+    /// Why not, as the guard says it.
+    pub reasons: Vec<String>,
+}
+
+impl Verdict {
+    /// `fidelity` of the switch's `--json` counters.
+    pub fn of(exit_json: &serde_json::Value) -> Self {
+        let f = &exit_json["fidelity"];
+        Verdict {
+            faithful: f["faithful"] == true,
+            reasons: f["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| r.as_str().unwrap_or("").to_owned())
+                .collect(),
+        }
+    }
+
+    /// Every reason the guard gave is a stall outside the switch's loop
+    /// (interrupts, or the vCPU paused by the hypervisor): the machine's
+    /// doing, as a CPU taken by other load is.
+    pub fn machine_paused(&self) -> bool {
+        !self.reasons.is_empty() && self.reasons.iter().all(|r| r.contains("outside its loop"))
+    }
+}
+
+/// [`measure`] for a run the fidelity guard judged: again (up to `attempts`
+/// times) when its result is not `ok` and the machine spoilt it — the
+/// switch starved of CPU ([`CpuUse::starved`]) or paused outside its loop
+/// ([`Verdict::machine_paused`]) — printing the CPU use and the guard's
+/// reasons. The last run is returned either way.
+pub fn measure_judged<T>(
+    what: &str,
+    attempts: usize,
+    run: impl FnMut() -> (T, CpuUse, Verdict),
+    ok: impl Fn(&T) -> bool,
+) -> (T, CpuUse, Verdict) {
+    retry(
+        what,
+        attempts,
+        run,
+        |(r, _, _)| ok(r),
+        |(_, cpu, v)| {
+            (cpu.starved() || v.machine_paused()).then(|| {
+                format!(
+                    "was spoilt by the machine, once more: {cpu}; the guard: {}",
+                    if v.reasons.is_empty() {
+                        "faithful".to_owned()
+                    } else {
+                        v.reasons.join("; ")
+                    }
+                )
+            })
+        },
+    )
+}
+
+/// Runs `run` until its result is `ok`, or `spoilt` finds no excuse in it
+/// (the machine's doing, as what to print), or `attempts` runs are made.
+fn retry<R>(
+    what: &str,
+    attempts: usize,
+    mut run: impl FnMut() -> R,
+    ok: impl Fn(&R) -> bool,
+    spoilt: impl Fn(&R) -> Option<String>,
+) -> R {
     let mut i = 1;
     loop {
-        let (r, cpu) = run();
-        if ok(&r) || !cpu.starved() || i >= attempts {
-            return (r, cpu);
+        let r = run();
+        if ok(&r) || i >= attempts {
+            return r;
         }
-        eprintln!("{what}: attempt {i} failed while the switch was starved, once more: {cpu}");
+        let Some(why) = spoilt(&r) else {
+            return r;
+        };
+        eprintln!("{what}: attempt {i} {why}");
         i += 1;
     }
 }

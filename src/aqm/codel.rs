@@ -69,7 +69,7 @@
 //! CoDel does per switch queue (TCN paper §5: it "closely tracks the Linux
 //! source code").
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, de_size, scale_ns, ser_duration, ser_size};
 use super::{Aqm, DropReason, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;

@@ -12,58 +12,13 @@
 //! Overrides are applied to the scaled defaults, by key, and the result is
 //! validated; an unknown key is an error that lists the valid keys.
 
+pub use super::params::{AqmConfigError, AqmEnv, AqmParams, PortNeeds};
 use super::{codel, dctcp, diffecn, droptail, ecnsharp, mqecn, pred, red, tcn};
 use super::{Aqm, QueueCtx, Verdict};
 use crate::packet::Packet;
 use crate::rng::SimRng;
-use crate::units::{Nanos, Rate};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
-
-/// What the registry needs from an AQM's parameters (its `Config`), besides
-/// the inherent `validate(&self) -> Result<(), String>` and
-/// `describe(&self) -> String` every AQM file has.
-pub trait AqmParams: Clone + Serialize + DeserializeOwned {
-    /// What the port runs: the AQM's state, built from these parameters.
-    type Instance: Aqm;
-    /// Every `--aqm-opt` key with what it is and its unit, in the order
-    /// `--aqm-opt help=1` lists them (a test checks they are exactly the
-    /// keys of the parameters).
-    const KEYS: &'static [(&'static str, &'static str)];
-    /// The keys that are queue lengths (bytes, or packets where the AQM
-    /// counts packets): scaling a scenario to another link rate multiplies
-    /// them with the rate so a threshold keeps its drain time
-    /// (`softswitch-exp run --rate`). Times, probabilities, slopes, weights
-    /// and table sizes are not lengths.
-    const LENGTH_KEYS: &'static [&'static str] = &[];
-    /// What the AQM needs from its port beyond queues and a scheduler.
-    const NEEDS: PortNeeds = PortNeeds::NOTHING;
-    /// The paper's defaults scaled to the port (see the file's header).
-    fn for_port(env: &AqmEnv) -> Self;
-    /// The port's instance (the parameters are already validated); refuses
-    /// a port it cannot run on, e.g. MQ-ECN without a round-robin scheduler.
-    fn build(&self, env: &AqmEnv) -> Result<Self::Instance, AqmConfigError>;
-}
-
-/// What an AQM needs from its port, declared by the AQM ([`AqmParams::NEEDS`])
-/// so that the configuration never names one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortNeeds {
-    /// A queue per flow (`--classify flow`): the classifier the port gets by
-    /// default with this AQM, and an error with any other. The text is that
-    /// error: what the AQM does that needs them.
-    pub per_flow_queues: Option<&'static str>,
-    /// Queues per port when `--queues` is not given, if the AQM's paper
-    /// names a count (None: 8 with per-flow queues, else 1).
-    pub queues: Option<usize>,
-}
-
-impl PortNeeds {
-    /// Nothing beyond queues and a scheduler.
-    pub const NOTHING: PortNeeds = PortNeeds {
-        per_flow_queues: None,
-        queues: None,
-    };
-}
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
 
 /// The list: `Variant = "name" | "alias" ...: parameters`. Generates
 /// [`AQM_NAMES`], [`AqmConfig`] (the parameters, tagged by name in TOML),
@@ -219,66 +174,6 @@ pub fn port_needs(name: &str) -> PortNeeds {
     entry(name).map_or(PortNeeds::NOTHING, |e| e.needs)
 }
 
-/// What port the AQM runs on, and what it is told about it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AqmEnv {
-    /// Emulated link rate C.
-    pub rate: Rate,
-    /// Base RTT the thresholds are derived from (`--rtt`), ns.
-    pub rtt_ns: Nanos,
-    /// Queues on the port.
-    pub num_queues: usize,
-    /// MTU-sized frame, bytes (T_idle, CoDel MAXPACKET).
-    pub mtu_bytes: u32,
-    /// Per-queue quanta in bytes — `Some` only for round-robin schedulers.
-    pub quanta: Option<Vec<u64>>,
-}
-
-/// A setup mistake, with what to do about it.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AqmConfigError {
-    /// `--aqm` name not known.
-    #[error("unknown AQM {0:?}; choose one of: {list}", list = AQM_NAMES.join(", "))]
-    UnknownAqm(String),
-    /// Override key not a parameter of this AQM.
-    #[error("{aqm} has no parameter {key:?}; valid keys: {valid}", valid = if valid.is_empty() { "(none)".to_string() } else { valid.join(", ") })]
-    UnknownKey {
-        /// AQM name.
-        aqm: &'static str,
-        /// The key given.
-        key: String,
-        /// The keys it has.
-        valid: Vec<String>,
-    },
-    /// A value that does not parse for its key.
-    #[error("{aqm}: bad value for {key}: {msg}")]
-    BadValue {
-        /// AQM name.
-        aqm: &'static str,
-        /// The key.
-        key: String,
-        /// Why.
-        msg: String,
-    },
-    /// `validate()` refused the combination.
-    #[error("{0}")]
-    Invalid(String),
-    /// MQ-ECN without a round-robin scheduler.
-    #[error("mq-ecn needs a round-robin scheduler (--sched dwrr or sp+dwrr); WFQ and SP have no round (TCN paper §3.3)")]
-    NeedsRoundRobin,
-    /// PRED on an unshaped port.
-    #[error("pred needs a shaped port (--rate): QLA's utility divides the goodput by the link rate C (PRED paper §IV-B)")]
-    NeedsRate,
-    /// Quanta given for a different number of queues.
-    #[error("mq-ecn: {quanta} quanta given for {queues} queues")]
-    QuantaMismatch {
-        /// Quanta count.
-        quanta: usize,
-        /// Queue count.
-        queues: usize,
-    },
-}
-
 fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
     match toml::Value::try_from(cfg) {
         Ok(toml::Value::Table(t)) => t,
@@ -349,7 +244,10 @@ impl AqmConfig {
     pub fn defaults_for(name: &str, env: &AqmEnv) -> Result<Self, AqmConfigError> {
         match entry(name) {
             Some(e) => Ok((e.for_port)(env)),
-            None => Err(AqmConfigError::UnknownAqm(name.trim().to_ascii_lowercase())),
+            None => Err(AqmConfigError::UnknownAqm {
+                name: name.trim().to_ascii_lowercase(),
+                known: &AQM_NAMES,
+            }),
         }
     }
 
@@ -438,7 +336,7 @@ impl AqmKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::US;
+    use crate::units::{Rate, US};
 
     fn env() -> AqmEnv {
         AqmEnv {
@@ -581,7 +479,7 @@ mod tests {
         assert!(e.to_string().contains("min_th"), "{e}");
         assert!(matches!(
             AqmConfig::defaults_for("pie", &env()),
-            Err(AqmConfigError::UnknownAqm(_))
+            Err(AqmConfigError::UnknownAqm { .. })
         ));
     }
 
@@ -648,7 +546,7 @@ mod tests {
 #[cfg(test)]
 mod registry_tests {
     use super::*;
-    use crate::units::US;
+    use crate::units::{Rate, US};
 
     fn env() -> AqmEnv {
         AqmEnv {
@@ -750,5 +648,54 @@ mod registry_tests {
         let mut want: Vec<&str> = AQM_NAMES.iter().copied().chain(["r-aqm"]).collect();
         want.sort_unstable();
         assert_eq!(listed, want, "README.md ## AQMs against aqm::config's list");
+    }
+
+    /// One queue at `rate` (PRED refuses an unshaped port).
+    fn pred_env(rate: Rate) -> AqmEnv {
+        AqmEnv {
+            rate,
+            num_queues: 1,
+            quanta: None,
+            ..env()
+        }
+    }
+
+    #[test]
+    fn pred_opts_override_and_errors_name_the_option() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let c = AqmConfig::defaults_for("pred", &pred_env(Rate::gbit(1)))
+            .unwrap()
+            .with_overrides(&[
+                kv("lambda", "0.2"),
+                kv("fcs", "sqrt"),
+                kv("qla", "false"),
+                kv("t_fcs", "500us"),
+                kv("min_k", "4"),
+            ])
+            .unwrap();
+        let AqmConfig::Pred(p) = &c else { panic!() };
+        assert_eq!(
+            (p.lambda, p.t_fcs, p.min_k, p.qla),
+            (0.2, 500 * US, 4, false)
+        );
+        assert_eq!(p.fcs, pred::FlowScaling::Sqrt);
+        assert!(c.describe().contains("√N") && c.describe().contains("QLA off"));
+        let e = AqmConfig::defaults_for("pred", &pred_env(Rate::gbit(1)))
+            .unwrap()
+            .with_overrides(&[kv("fcs", "cube")])
+            .unwrap_err();
+        assert!(e.to_string().contains("fcs"), "{e}");
+        let e = AqmConfig::defaults_for("pred", &pred_env(Rate::gbit(1)))
+            .unwrap()
+            .with_overrides(&[kv("beta", "2")])
+            .unwrap_err();
+        assert!(e.to_string().contains("beta"), "{e}");
+        // An unshaped port has no C to normalise the goodput by.
+        let e = AqmConfig::defaults_for("pred", &pred_env(Rate::from_bps(0)))
+            .unwrap()
+            .build(&pred_env(Rate::from_bps(0)))
+            .unwrap_err();
+        assert_eq!(e, AqmConfigError::NeedsRate);
+        assert!(e.to_string().contains("--rate"));
     }
 }

@@ -22,7 +22,7 @@
 //!
 //! Units: K in bytes (or packets with `unit = "packets"`).
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_size, ser_size};
 use super::{Aqm, LengthUnit, MarkReason, Occupancy, QueueCtx, Verdict};
 use crate::packet::Packet;

@@ -36,8 +36,8 @@
 //! * Non-IP frames are not counted as flows; they are still compared with
 //!   K_p (the port never CE-marks them).
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams, PortNeeds};
 use super::flowcount::{FlowCounter, MAX_INDEX_BITS};
+use super::params::{AqmConfigError, AqmEnv, AqmParams, PortNeeds};
 use super::util::{de_duration, de_size, scale_ns, ser_duration, ser_size};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;

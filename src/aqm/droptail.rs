@@ -1,7 +1,7 @@
 //! Drop-tail: no AQM at all. The only limit is the port's shared buffer
 //! (README, "Use": `--buffer`), enforced by the port before the AQM is asked.
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::Aqm;
 use serde::{Deserialize, Serialize};
 

@@ -46,7 +46,7 @@
 //! `pst_target = 0.425 × RTT` (§5.2: 85 µs against 200 µs; §3.4 asks for
 //! ≥ λ × average RTT, which we do not know separately).
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, scale_ns, ser_duration};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;

@@ -233,12 +233,14 @@ pub mod flowcount;
 #[cfg(test)]
 mod invariants;
 pub mod mqecn;
+pub mod params;
 pub mod pred;
 pub mod red;
 pub mod tcn;
 pub mod util;
 
-pub use config::{AqmConfig, AqmConfigError, AqmEnv, AqmKind, AqmParams, PortNeeds};
+pub use config::{AqmConfig, AqmKind};
+pub use params::{AqmConfigError, AqmEnv, AqmParams, PortNeeds};
 
 /// Which occupancy a queue-length AQM compares with its threshold
 /// (TCN paper §3.2: per-queue vs per-port ECN/RED).

@@ -58,7 +58,7 @@
 //! 1.6 % difference for MTU frames).
 //! Defaults: λ = 1, RTT = `--rtt`, β = 0.75, T_idle = MTU time at C.
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, ser_duration};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;

@@ -67,8 +67,8 @@
 //! * `fcs = "off"` and `qla = false` give the paper's "Only QLA" and
 //!   "Only FCS" variants (§VI-A).
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
 use super::flowcount::{FlowCounter, MAX_INDEX_BITS};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::red::{self, Red};
 use super::util::{de_duration, scale_ns, ser_duration};
 use super::{Aqm, LengthUnit, Occupancy, QueueCtx, Verdict};
@@ -1142,60 +1142,5 @@ mod tests {
             names.push(n)
         });
         assert!(names.contains(&"pred_n_flows") && names.contains(&"pred_slope"));
-    }
-}
-
-#[cfg(test)]
-mod config_tests {
-    use crate::aqm::{AqmConfig, AqmConfigError, AqmEnv};
-    use crate::units::{Rate, US};
-
-    fn env(rate: Rate) -> AqmEnv {
-        AqmEnv {
-            rate,
-            rtt_ns: 250 * US,
-            num_queues: 1,
-            mtu_bytes: 1500,
-            quanta: None,
-        }
-    }
-
-    #[test]
-    fn aqm_opts_override_and_errors_name_the_option() {
-        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
-        let c = AqmConfig::defaults_for("pred", &env(Rate::gbit(1)))
-            .unwrap()
-            .with_overrides(&[
-                kv("lambda", "0.2"),
-                kv("fcs", "sqrt"),
-                kv("qla", "false"),
-                kv("t_fcs", "500us"),
-                kv("min_k", "4"),
-            ])
-            .unwrap();
-        let AqmConfig::Pred(p) = &c else { panic!() };
-        assert_eq!(
-            (p.lambda, p.t_fcs, p.min_k, p.qla),
-            (0.2, 500 * US, 4, false)
-        );
-        assert_eq!(p.fcs, super::FlowScaling::Sqrt);
-        assert!(c.describe().contains("√N") && c.describe().contains("QLA off"));
-        let e = AqmConfig::defaults_for("pred", &env(Rate::gbit(1)))
-            .unwrap()
-            .with_overrides(&[kv("fcs", "cube")])
-            .unwrap_err();
-        assert!(e.to_string().contains("fcs"), "{e}");
-        let e = AqmConfig::defaults_for("pred", &env(Rate::gbit(1)))
-            .unwrap()
-            .with_overrides(&[kv("beta", "2")])
-            .unwrap_err();
-        assert!(e.to_string().contains("beta"), "{e}");
-        // An unshaped port has no C to normalise the goodput by.
-        let e = AqmConfig::defaults_for("pred", &env(Rate::from_bps(0)))
-            .unwrap()
-            .build(&env(Rate::from_bps(0)))
-            .unwrap_err();
-        assert_eq!(e, AqmConfigError::NeedsRate);
-        assert!(e.to_string().contains("--rate"));
     }
 }

@@ -53,7 +53,7 @@
 //! tens of RTTs in a datacenter). Point-slope: max_K = 500 KB (PRED paper §IV),
 //! λ = the two-point line's slope, min_K = min_th.
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_size, ser_size};
 use super::{Aqm, DropReason, LengthUnit, MarkReason, Occupancy, QueueCtx, Verdict};
 use crate::packet::Packet;

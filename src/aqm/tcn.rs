@@ -20,7 +20,7 @@
 //! defaults (paper silent): T_min = T/2, T_max = T, P_max = 0.1 (our choice,
 //! so that the probabilistic curve ends where the cut-off threshold sits).
 
-use super::config::{AqmConfigError, AqmEnv, AqmParams};
+use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::util::{de_duration, scale_ns, ser_duration};
 use super::{Aqm, MarkReason, QueueCtx, Verdict};
 use crate::packet::Packet;

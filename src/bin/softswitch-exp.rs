@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use softswitch::exp::scale::Scaling;
 use softswitch::exp::{self, RunOptions, Scenario};
 use softswitch::timebase::Dilation;
 
@@ -334,10 +335,21 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             by,
             max_dilation,
         } => match by {
-            CalibrateBy::Rate => calibrate(&scenario, out, run, no_progress),
-            CalibrateBy::Dilation => {
-                calibrate_dilation(&scenario, out, run, no_progress, max_dilation)
-            }
+            CalibrateBy::Rate => calibrate(CalibrateFlags {
+                scenario: &scenario,
+                out,
+                run,
+                no_progress,
+            }),
+            CalibrateBy::Dilation => calibrate_dilation(
+                CalibrateFlags {
+                    scenario: &scenario,
+                    out,
+                    run,
+                    no_progress,
+                },
+                max_dilation,
+            ),
         },
     }
 }
@@ -374,120 +386,142 @@ fn scale(
     })
 }
 
-/// `softswitch-exp calibrate` (`--by dilation`), and with `--run` the run
-/// at the D found.
-fn calibrate_dilation(
-    scenario: &Path,
+/// The flags both calibrations take.
+struct CalibrateFlags<'a> {
+    scenario: &'a Path,
     out: Option<PathBuf>,
     run: bool,
     no_progress: bool,
-    max: u32,
+}
+
+/// What both calibrations share, around their own steps: load the scenario
+/// (and refuse a bad `precheck`), need root, `search` into `<out>/trials`,
+/// write `calibration.json`; `verdict` prints what the search found and
+/// whether anything held; with `--run`, `chosen` gives the scenario to run
+/// (and how it was scaled), which runs into `<out>/run`.
+fn calibrate_with<C: serde::Serialize>(
+    flags: CalibrateFlags,
+    precheck: Result<(), String>,
+    search: impl FnOnce(&Scenario, &str, &RunOptions) -> anyhow::Result<C>,
+    verdict: impl FnOnce(&C, &str, &Path) -> bool,
+    chosen: impl FnOnce(Scenario, &C) -> Result<(Scenario, Option<Scaling>), ExitCode>,
 ) -> Result<ExitCode, ExitCode> {
+    let scenario = flags.scenario;
     let sc = load(scenario)?;
-    if let Err(e) = exp::scale::dilation_candidates(max) {
+    if let Err(e) = precheck {
         eprintln!("softswitch-exp: {e}");
         return Err(ExitCode::from(2));
     }
     need_root("calibrate")?;
     let name = sc.name_or(scenario);
-    let out =
-        out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp())));
-    let opts = options(scenario, out.join("trials"), true, !no_progress);
-    let cal = match exp::scale::calibrate_dilation(&sc, &name, &opts, max) {
+    let out = flags
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp())));
+    let opts = options(scenario, out.join("trials"), true, !flags.no_progress);
+    let cal = match search(&sc, &name, &opts) {
         Ok(c) => c,
         Err(e) => return Err(interrupted_or_failed(&e, &opts)),
     };
+    let json = out.join("calibration.json");
     let _ = std::fs::create_dir_all(&out);
     let _ = std::fs::write(
-        out.join("calibration.json"),
+        &json,
         serde_json::to_string_pretty(&cal).unwrap_or_default(),
     );
-    for t in &cal.trials {
-        println!(
-            "  D = {}: lost {:.2} % of link time at most over {} repeats — {}",
-            t.dilation,
-            t.max_lost_fraction * 100.0,
-            t.repeats,
-            if t.faithful {
-                "faithful"
-            } else {
-                "NOT FAITHFUL"
-            }
-        );
-    }
-    let Some(d) = cal.dilation else {
-        println!(
-            "calibration: {name} was not faithful at any D up to {max}; see {} (try a larger --max-dilation, and keep other load off the machine)",
-            out.join("calibration.json").display()
-        );
+    if !verdict(&cal, &name, &json) {
         return Ok(ExitCode::FAILURE);
-    };
-    println!(
-        "calibration: this machine holds {name} ({} emulated) at D = {d}; run it with\n  softswitch-exp run {} --dilation {d}",
-        cal.scenario_rate,
-        scenario.display()
-    );
-    if !run {
+    }
+    if !flags.run {
         return Ok(ExitCode::SUCCESS);
     }
-    let mut sc = sc;
-    sc.dilation = Some(d.factor());
-    let opts = options(scenario, out.join("run"), false, !no_progress);
+    let (sc, scaling) = chosen(sc, &cal)?;
+    let mut opts = options(scenario, out.join("run"), false, !flags.no_progress);
+    opts.scaling = scaling;
     Ok(run_and_report(&sc, &name, &opts))
+}
+
+/// `softswitch-exp calibrate` (`--by dilation`), and with `--run` the run
+/// at the D found.
+fn calibrate_dilation(flags: CalibrateFlags, max: u32) -> Result<ExitCode, ExitCode> {
+    let scenario = flags.scenario;
+    calibrate_with(
+        flags,
+        exp::scale::dilation_candidates(max).map(drop),
+        |sc, name, opts| exp::scale::calibrate_dilation(sc, name, opts, max),
+        |cal, name, json| {
+            for t in &cal.trials {
+                println!(
+                    "  D = {}: lost {:.2} % of link time at most over {} repeats — {}",
+                    t.dilation,
+                    t.max_lost_fraction * 100.0,
+                    t.repeats,
+                    if t.faithful {
+                        "faithful"
+                    } else {
+                        "NOT FAITHFUL"
+                    }
+                );
+            }
+            let Some(d) = cal.dilation else {
+                println!(
+                    "calibration: {name} was not faithful at any D up to {max}; see {} (try a larger --max-dilation, and keep other load off the machine)",
+                    json.display()
+                );
+                return false;
+            };
+            println!(
+                "calibration: this machine holds {name} ({} emulated) at D = {d}; run it with\n  softswitch-exp run {} --dilation {d}",
+                cal.scenario_rate,
+                scenario.display()
+            );
+            true
+        },
+        |mut sc, cal| {
+            sc.dilation = cal.dilation.map(Dilation::factor);
+            Ok((sc, None))
+        },
+    )
 }
 
 /// `softswitch-exp calibrate --by rate`, and with `--run` the run at the
 /// rate found.
-fn calibrate(
-    scenario: &Path,
-    out: Option<PathBuf>,
-    run: bool,
-    no_progress: bool,
-) -> Result<ExitCode, ExitCode> {
-    let sc = load(scenario)?;
-    need_root("calibrate")?;
-    let name = sc.name_or(scenario);
-    let out =
-        out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp())));
-    let opts = options(scenario, out.join("trials"), true, !no_progress);
-    let cal = match exp::scale::calibrate(&sc, &name, &opts) {
-        Ok(c) => c,
-        Err(e) => return Err(interrupted_or_failed(&e, &opts)),
-    };
-    let _ = std::fs::create_dir_all(&out);
-    let _ = std::fs::write(
-        out.join("calibration.json"),
-        serde_json::to_string_pretty(&cal).unwrap_or_default(),
-    );
-    let Some(rate) = cal.rate.clone() else {
-        println!(
-            "calibration: no rate down to {} ran faithfully on this machine; see {}",
-            cal.trials.last().map_or("?", |t| t.rate.as_str()),
-            out.join("calibration.json").display()
-        );
-        return Ok(ExitCode::FAILURE);
-    };
-    println!(
-        "calibration: this machine holds {name} at {rate} (scenario: {}); run it with\n  softswitch-exp run {} --rate {rate}",
-        cal.scenario_rate,
-        scenario.display()
-    );
-    if !run {
-        return Ok(ExitCode::SUCCESS);
-    }
-    let reason = format!(
-        "calibration: the highest of {} accepted ({})",
-        cal.trials
-            .iter()
-            .map(|t| t.rate.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        cal.rule
-    );
-    let (s, how) = scale(&sc, &rate, &reason)?;
-    let mut opts = options(scenario, out.join("run"), false, !no_progress);
-    opts.scaling = Some(how);
-    Ok(run_and_report(&s, &name, &opts))
+fn calibrate(flags: CalibrateFlags) -> Result<ExitCode, ExitCode> {
+    let scenario = flags.scenario;
+    calibrate_with(
+        flags,
+        Ok(()),
+        exp::scale::calibrate,
+        |cal, name, json| {
+            let Some(rate) = &cal.rate else {
+                println!(
+                    "calibration: no rate down to {} ran faithfully on this machine; see {}",
+                    cal.trials.last().map_or("?", |t| t.rate.as_str()),
+                    json.display()
+                );
+                return false;
+            };
+            println!(
+                "calibration: this machine holds {name} at {rate} (scenario: {}); run it with\n  softswitch-exp run {} --rate {rate}",
+                cal.scenario_rate,
+                scenario.display()
+            );
+            true
+        },
+        |sc, cal| {
+            let reason = format!(
+                "calibration: the highest of {} accepted ({})",
+                cal.trials
+                    .iter()
+                    .map(|t| t.rate.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cal.rule
+            );
+            let rate = cal.rate.as_deref().unwrap_or_default();
+            let (s, how) = scale(&sc, rate, &reason)?;
+            Ok((s, Some(how)))
+        },
+    )
 }
 
 fn is_root() -> bool {

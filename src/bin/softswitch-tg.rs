@@ -52,88 +52,100 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Answer flow requests on persistent TCP connections.
-    Server {
-        /// TCP port to listen on.
-        #[arg(long, default_value_t = 5001)]
-        port: u16,
-        /// Address to listen on.
-        #[arg(long, default_value = "0.0.0.0")]
-        bind: IpAddr,
-        /// Exit after this long (e.g. 60s), open connections included; default: run until SIGINT/SIGTERM, then print the counters and exit 0.
-        #[arg(long)]
-        timeout: Option<String>,
-        /// Kernel TCP pacing on every connection (SO_MAX_PACING_RATE): packets spaced at 1.2 × cwnd/srtt, as an fq host's sender. It spaces GSO packets (≈ 1 ms of data each), not segments: add `topo up --gso-segs 1` for segment-by-segment pacing. Default off (plain Linux sender).
-        #[arg(long)]
-        tcp_pacing: bool,
-    },
+    Server(ServerArgs),
     /// Poisson arrivals of flows with sizes from a CDF file, at a target load.
     Client(ClientArgs),
     /// One client asks all servers at once for --size bytes each, repeatedly.
-    Incast {
-        /// The N servers (fan-in), comma-separated ip:port.
-        #[arg(long, value_delimiter = ',', required = true)]
-        servers: Vec<String>,
-        /// Bytes per server per query (64kb = 65536).
-        #[arg(long)]
-        size: String,
-        /// Number of queries.
-        #[arg(long, default_value_t = 100)]
-        queries: u32,
-        /// Start-to-start spacing of queries (a query never starts before the previous completes).
-        #[arg(long, default_value = "10ms")]
-        interval: String,
-        /// DSCP of every flow (0..=63).
-        #[arg(long, default_value_t = 0)]
-        dscp: u8,
-        /// Per-flow sending rate asked of the servers; default unpaced.
-        #[arg(long)]
-        flow_rate: Option<String>,
-        /// Per-flow text output (TrafficGenerator columns).
-        #[arg(long, default_value = "incast_flows.txt")]
-        out: PathBuf,
-        /// Per-query text output: size qct_us dscp rate_mbps goodput_mbps fanout.
-        #[arg(long, default_value = "incast_queries.txt")]
-        qct_out: PathBuf,
-        /// Everything as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Safety bound on the whole run.
-        #[arg(long, default_value = "300s")]
-        timeout: String,
-        /// A new connection to every server for every query (opened before the query starts), so each response is a new TCP flow from the initial window, as R-AQM's ns-3 flows are. Default: one persistent connection per server.
-        #[arg(long)]
-        fresh: bool,
-    },
+    Incast(IncastArgs),
     /// One long-lived flow from a server, with goodput sampled over time.
-    Long {
-        /// The sending server, ip:port.
-        #[arg(long)]
-        server: String,
-        /// How long to receive, from the start (the delay included).
-        #[arg(long, default_value = "10s")]
-        duration: String,
-        /// DSCP (0..=63).
-        #[arg(long, default_value_t = 0)]
-        dscp: u8,
-        /// Pace the flow to this rate (app-limited), e.g. 500mbit; default unpaced.
-        #[arg(long)]
-        rate: Option<String>,
-        /// Wait this long before starting the flow (samples still count from the start).
-        #[arg(long, default_value = "0")]
-        delay: String,
-        /// Ask for this many bytes (e.g. 50mb) and end when they are in, recording the FCT; default: stream.
-        #[arg(long)]
-        size: Option<String>,
-        /// Sampling period.
-        #[arg(long, default_value = "100ms")]
-        sample: String,
-        /// Goodput samples as CSV: t_ms,bytes,goodput_mbps.
-        #[arg(long, default_value = "goodput.csv")]
-        csv: PathBuf,
-        /// Samples and totals as JSON.
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
+    Long(LongArgs),
+}
+
+/// `server`: where to listen, for how long, with or without pacing.
+#[derive(clap::Args)]
+struct ServerArgs {
+    /// TCP port to listen on.
+    #[arg(long, default_value_t = 5001)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: IpAddr,
+    /// Exit after this long (e.g. 60s), open connections included; default: run until SIGINT/SIGTERM, then print the counters and exit 0.
+    #[arg(long)]
+    timeout: Option<String>,
+    /// Kernel TCP pacing on every connection (SO_MAX_PACING_RATE): packets spaced at 1.2 × cwnd/srtt, as an fq host's sender. It spaces GSO packets (≈ 1 ms of data each), not segments: add `topo up --gso-segs 1` for segment-by-segment pacing. Default off (plain Linux sender).
+    #[arg(long)]
+    tcp_pacing: bool,
+}
+
+/// `incast`: the fan-in, the queries and where the results go.
+#[derive(clap::Args)]
+struct IncastArgs {
+    /// The N servers (fan-in), comma-separated ip:port.
+    #[arg(long, value_delimiter = ',', required = true)]
+    servers: Vec<String>,
+    /// Bytes per server per query (64kb = 65536).
+    #[arg(long)]
+    size: String,
+    /// Number of queries.
+    #[arg(long, default_value_t = 100)]
+    queries: u32,
+    /// Start-to-start spacing of queries (a query never starts before the previous completes).
+    #[arg(long, default_value = "10ms")]
+    interval: String,
+    /// DSCP of every flow (0..=63).
+    #[arg(long, default_value_t = 0)]
+    dscp: u8,
+    /// Per-flow sending rate asked of the servers; default unpaced.
+    #[arg(long)]
+    flow_rate: Option<String>,
+    /// Per-flow text output (TrafficGenerator columns).
+    #[arg(long, default_value = "incast_flows.txt")]
+    out: PathBuf,
+    /// Per-query text output: size qct_us dscp rate_mbps goodput_mbps fanout.
+    #[arg(long, default_value = "incast_queries.txt")]
+    qct_out: PathBuf,
+    /// Everything as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Safety bound on the whole run.
+    #[arg(long, default_value = "300s")]
+    timeout: String,
+    /// A new connection to every server for every query (opened before the query starts), so each response is a new TCP flow from the initial window, as R-AQM's ns-3 flows are. Default: one persistent connection per server.
+    #[arg(long)]
+    fresh: bool,
+}
+
+/// `long`: the flow, its sampling and where the samples go.
+#[derive(clap::Args)]
+struct LongArgs {
+    /// The sending server, ip:port.
+    #[arg(long)]
+    server: String,
+    /// How long to receive, from the start (the delay included).
+    #[arg(long, default_value = "10s")]
+    duration: String,
+    /// DSCP (0..=63).
+    #[arg(long, default_value_t = 0)]
+    dscp: u8,
+    /// Pace the flow to this rate (app-limited), e.g. 500mbit; default unpaced.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Wait this long before starting the flow (samples still count from the start).
+    #[arg(long, default_value = "0")]
+    delay: String,
+    /// Ask for this many bytes (e.g. 50mb) and end when they are in, recording the FCT; default: stream.
+    #[arg(long)]
+    size: Option<String>,
+    /// Sampling period.
+    #[arg(long, default_value = "100ms")]
+    sample: String,
+    /// Goodput samples as CSV: t_ms,bytes,goodput_mbps.
+    #[arg(long, default_value = "goodput.csv")]
+    csv: PathBuf,
+    /// Samples and totals as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 /// `client`: flags, or a TrafficGenerator client config file (`-c`) with
@@ -290,141 +302,120 @@ fn write_json(path: &Option<PathBuf>, v: &serde_json::Value) -> Result<(), TgErr
 
 fn run(cmd: Cmd, dil: Dilation) -> Result<Outcome, TgError> {
     match cmd {
-        Cmd::Server {
-            port,
-            bind,
-            timeout,
-            tcp_pacing,
-        } => {
-            let until = match timeout {
-                Some(t) => Some(Instant::now() + dil.to_real(duration(&t)?)),
-                None => None,
-            };
-            let server = Server::bind(SocketAddr::new(bind, port))?.tcp_pacing(tcp_pacing);
-            eprintln!(
-                "softswitch-tg server: listening on {}{}{}",
-                server.local_addr(),
-                if tcp_pacing { ", TCP pacing on" } else { "" },
-                if until.is_some() {
-                    ""
-                } else {
-                    " (until SIGINT/SIGTERM)"
-                }
-            );
-            let signalled = softswitch::traffic::sock::stop_on_signals();
-            let stats = server.run(until, Some(signalled))?;
-            use std::sync::atomic::Ordering::Relaxed;
-            println!(
-                "server: {} connections, {} flows, {} bytes sent, {} connection errors",
-                stats.connections.load(Relaxed),
-                stats.flows.load(Relaxed),
-                stats.bytes.load(Relaxed),
-                stats.errors.load(Relaxed)
-            );
-            Ok(Outcome::Clean)
-        }
+        Cmd::Server(args) => run_server(args, dil),
         Cmd::Client(args) => run_client(args, dil),
-        Cmd::Incast {
-            servers,
-            size,
-            queries,
-            interval,
-            dscp,
-            flow_rate,
-            out,
-            qct_out,
-            json,
-            timeout,
-            fresh,
-        } => {
-            let cfg = incast::IncastConfig {
-                servers: server_addrs(&servers)?,
-                size: parse_size(&size).map_err(usage)?,
-                queries,
-                interval: duration(&interval)?,
-                dscp: check_dscp(dscp)?,
-                flow_rate_bps: opt_rate_bps(&flow_rate)?,
-                timeout: duration(&timeout)?,
-                fresh,
-                dilation: dil,
-            };
-            let flows_w = create(&out)?;
-            let queries_w = create(&qct_out)?;
-            let rep = incast::run(&cfg)?;
-            write_flows_text(flows_w, &rep.flows).map_err(write_err(&out))?;
-            write_queries_text(queries_w, &rep.queries).map_err(write_err(&qct_out))?;
-            write_json(
-                &json,
-                &json!({
-                    "command": "incast",
-                    "config": {
-                        "servers": cfg.servers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
-                        "size_bytes": cfg.size,
-                        "queries": cfg.queries,
-                        "interval_us": cfg.interval.as_micros() as u64,
-                        "dscp": cfg.dscp,
-                        "flow_rate_bps": cfg.flow_rate_bps,
-                        "fresh": cfg.fresh,
-                        "dilation": dil,
-                    },
-                    "report": rep,
-                }),
-            )?;
-            println!("incast: {}", rep.one_line());
-            Ok(if rep.error.is_some() {
-                Outcome::SomeFailed
-            } else {
-                Outcome::Clean
-            })
-        }
-        Cmd::Long {
-            server,
-            duration: dur,
-            dscp,
-            rate,
-            delay,
-            size,
-            sample,
-            csv,
-            json,
-        } => {
-            let cfg = long::LongConfig {
-                server: server_addr(&server)?,
-                duration: duration(&dur)?,
-                delay: duration(&delay)?,
-                size: match &size {
-                    Some(z) => Some(parse_size(z).map_err(usage)?),
-                    None => None,
-                },
-                dscp: check_dscp(dscp)?,
-                rate_bps: opt_rate_bps(&rate)?,
-                sample: duration(&sample)?,
-                dilation: dil,
-            };
-            let mut csv_w = create(&csv)?;
-            let rep = long::run(&cfg)?;
-            use std::io::Write;
-            csv_w
-                .write_all(rep.csv().as_bytes())
-                .and_then(|_| csv_w.flush())
-                .map_err(write_err(&csv))?;
-            write_json(
-                &json,
-                &json!({
-                    "command": "long",
-                    "server": cfg.server.to_string(),
-                    "dilation": dil,
-                    "report": rep,
-                }),
-            )?;
-            println!("{}", rep.one_line());
-            Ok(if rep.error.is_some() {
-                Outcome::SomeFailed
-            } else {
-                Outcome::Clean
-            })
-        }
+        Cmd::Incast(args) => run_incast(args, dil),
+        Cmd::Long(args) => run_long(args, dil),
     }
+}
+
+fn run_server(a: ServerArgs, dil: Dilation) -> Result<Outcome, TgError> {
+    let until = match a.timeout {
+        Some(t) => Some(Instant::now() + dil.to_real(duration(&t)?)),
+        None => None,
+    };
+    let server = Server::bind(SocketAddr::new(a.bind, a.port))?.tcp_pacing(a.tcp_pacing);
+    eprintln!(
+        "softswitch-tg server: listening on {}{}{}",
+        server.local_addr(),
+        if a.tcp_pacing { ", TCP pacing on" } else { "" },
+        if until.is_some() {
+            ""
+        } else {
+            " (until SIGINT/SIGTERM)"
+        }
+    );
+    let signalled = softswitch::traffic::sock::stop_on_signals();
+    let stats = server.run(until, Some(signalled))?;
+    use std::sync::atomic::Ordering::Relaxed;
+    println!(
+        "server: {} connections, {} flows, {} bytes sent, {} connection errors",
+        stats.connections.load(Relaxed),
+        stats.flows.load(Relaxed),
+        stats.bytes.load(Relaxed),
+        stats.errors.load(Relaxed)
+    );
+    Ok(Outcome::Clean)
+}
+
+fn run_incast(a: IncastArgs, dil: Dilation) -> Result<Outcome, TgError> {
+    let cfg = incast::IncastConfig {
+        servers: server_addrs(&a.servers)?,
+        size: parse_size(&a.size).map_err(usage)?,
+        queries: a.queries,
+        interval: duration(&a.interval)?,
+        dscp: check_dscp(a.dscp)?,
+        flow_rate_bps: opt_rate_bps(&a.flow_rate)?,
+        timeout: duration(&a.timeout)?,
+        fresh: a.fresh,
+        dilation: dil,
+    };
+    let flows_w = create(&a.out)?;
+    let queries_w = create(&a.qct_out)?;
+    let rep = incast::run(&cfg)?;
+    write_flows_text(flows_w, &rep.flows).map_err(write_err(&a.out))?;
+    write_queries_text(queries_w, &rep.queries).map_err(write_err(&a.qct_out))?;
+    write_json(
+        &a.json,
+        &json!({
+            "command": "incast",
+            "config": {
+                "servers": cfg.servers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                "size_bytes": cfg.size,
+                "queries": cfg.queries,
+                "interval_us": cfg.interval.as_micros() as u64,
+                "dscp": cfg.dscp,
+                "flow_rate_bps": cfg.flow_rate_bps,
+                "fresh": cfg.fresh,
+                "dilation": dil,
+            },
+            "report": rep,
+        }),
+    )?;
+    println!("incast: {}", rep.one_line());
+    Ok(if rep.error.is_some() {
+        Outcome::SomeFailed
+    } else {
+        Outcome::Clean
+    })
+}
+
+fn run_long(a: LongArgs, dil: Dilation) -> Result<Outcome, TgError> {
+    let cfg = long::LongConfig {
+        server: server_addr(&a.server)?,
+        duration: duration(&a.duration)?,
+        delay: duration(&a.delay)?,
+        size: match &a.size {
+            Some(z) => Some(parse_size(z).map_err(usage)?),
+            None => None,
+        },
+        dscp: check_dscp(a.dscp)?,
+        rate_bps: opt_rate_bps(&a.rate)?,
+        sample: duration(&a.sample)?,
+        dilation: dil,
+    };
+    let mut csv_w = create(&a.csv)?;
+    let rep = long::run(&cfg)?;
+    use std::io::Write;
+    csv_w
+        .write_all(rep.csv().as_bytes())
+        .and_then(|_| csv_w.flush())
+        .map_err(write_err(&a.csv))?;
+    write_json(
+        &a.json,
+        &json!({
+            "command": "long",
+            "server": cfg.server.to_string(),
+            "dilation": dil,
+            "report": rep,
+        }),
+    )?;
+    println!("{}", rep.one_line());
+    Ok(if rep.error.is_some() {
+        Outcome::SomeFailed
+    } else {
+        Outcome::Clean
+    })
 }
 
 /// The client's settings from its flags and, under them, its config file.
@@ -452,53 +443,11 @@ fn client_config(
             "give --servers ip:port,... or a --config file with `server` lines",
         ));
     };
-    let cdf_path = match (&a.cdf, &file, &a.config) {
-        (Some(p), _, _) => p.clone(),
-        (None, Some(f), Some(conf)) => {
-            tgconf::resolve_dist(&f.req_size_dist, conf).ok_or_else(|| {
-                usage(format!(
-                "{}: req_size_dist {} is neither in the working directory nor beside the config \
-                 file; fix the path or give --cdf",
-                conf.display(),
-                f.req_size_dist.display()
-            ))
-            })?
-        }
-        _ => {
-            return Err(usage(
-                "give --cdf FILE or a --config file with `req_size_dist`",
-            ))
-        }
-    };
+    let cdf_path = cdf_path(a, file.as_ref())?;
     let cdf = FlowSizeCdf::from_file(&cdf_path)
         .map_err(|e| usage(format!("{}: {e}", cdf_path.display())))?;
-    let (load, link_rate) = match (a.bandwidth, a.load, &a.rate) {
-        (Some(mbps), None, None) if mbps > 0.0 && mbps.is_finite() => (
-            1.0,
-            Rate::from_bps((mbps * 1e6 * TG_GOODPUT_RATIO).round() as u64),
-        ),
-        (Some(mbps), None, None) => {
-            return Err(usage(format!(
-                "-b {mbps}: give the bandwidth in Mbit/s, above 0"
-            )))
-        }
-        (None, Some(load), Some(rate)) => (load, parse_rate(rate).map_err(usage)?),
-        _ => {
-            return Err(usage(
-                "give the offered load either as --load FRACTION --rate LINK (e.g. --load 0.5 \
-                 --rate 1gbit) or as TrafficGenerator's -b MBPS, not both",
-            ))
-        }
-    };
-    let arrivals = PoissonArrivals::for_load(cdf.mean(), load, link_rate).map_err(usage)?;
-    let flows = match (a.flows, a.time) {
-        (Some(n), _) => n,
-        (None, Some(secs)) if secs > 0.0 => {
-            (secs * 1e9 / arrivals.mean_gap_ns()).clamp(1.0, u32::MAX as f64) as u32
-        }
-        (None, Some(secs)) => return Err(usage(format!("-t {secs}: give seconds above 0"))),
-        (None, None) => 1000,
-    };
+    let (load, link_rate) = offered_load(a)?;
+    let flows = flow_count(a, &cdf, load, link_rate)?;
     let dscp = match (&a.dscp, file.as_ref().and_then(|f| f.dscp.clone())) {
         (Some(d), _) => d.parse::<DscpMix>().map_err(usage)?,
         (None, Some(d)) => d,
@@ -527,6 +476,65 @@ fn client_config(
         dilation,
     };
     Ok((cfg, cdf_path))
+}
+
+/// The flow-size CDF: `--cdf`, else the config file's `req_size_dist`
+/// (in the working directory or beside the file).
+fn cdf_path(a: &ClientArgs, file: Option<&tgconf::TgClientFile>) -> Result<PathBuf, TgError> {
+    match (&a.cdf, file, &a.config) {
+        (Some(p), _, _) => Ok(p.clone()),
+        (None, Some(f), Some(conf)) => {
+            tgconf::resolve_dist(&f.req_size_dist, conf).ok_or_else(|| {
+                usage(format!(
+                "{}: req_size_dist {} is neither in the working directory nor beside the config \
+                 file; fix the path or give --cdf",
+                conf.display(),
+                f.req_size_dist.display()
+            ))
+            })
+        }
+        _ => Err(usage(
+            "give --cdf FILE or a --config file with `req_size_dist`",
+        )),
+    }
+}
+
+/// The load and the link rate it refers to: `--load` with `--rate`, or
+/// TrafficGenerator's `-b` (a load of 1 at the goodput of that bandwidth).
+fn offered_load(a: &ClientArgs) -> Result<(f64, Rate), TgError> {
+    match (a.bandwidth, a.load, &a.rate) {
+        (Some(mbps), None, None) if mbps > 0.0 && mbps.is_finite() => Ok((
+            1.0,
+            Rate::from_bps((mbps * 1e6 * TG_GOODPUT_RATIO).round() as u64),
+        )),
+        (Some(mbps), None, None) => Err(usage(format!(
+            "-b {mbps}: give the bandwidth in Mbit/s, above 0"
+        ))),
+        (None, Some(load), Some(rate)) => Ok((load, parse_rate(rate).map_err(usage)?)),
+        _ => Err(usage(
+            "give the offered load either as --load FRACTION --rate LINK (e.g. --load 0.5 \
+             --rate 1gbit) or as TrafficGenerator's -b MBPS, not both",
+        )),
+    }
+}
+
+/// How many flows: `--flows`, else `-t` seconds over the mean gap (at
+/// least 1), else 1000.
+fn flow_count(
+    a: &ClientArgs,
+    cdf: &FlowSizeCdf,
+    load: f64,
+    link_rate: Rate,
+) -> Result<u32, TgError> {
+    let arrivals = PoissonArrivals::for_load(cdf.mean(), load, link_rate).map_err(usage)?;
+    Ok(match (a.flows, a.time) {
+        (Some(n), _) => n,
+        (None, Some(secs)) if secs > 0.0 => {
+            (secs * 1e9 / arrivals.mean_gap_ns()).clamp(1.0, u32::MAX as f64) as u32
+        }
+        (None, Some(secs)) => return Err(usage(format!("-t {secs}: give seconds above 0"))),
+        (None, None) => 1000,
+    })
 }
 
 fn run_client(a: ClientArgs, dil: Dilation) -> Result<Outcome, TgError> {
@@ -590,7 +598,7 @@ mod tests {
     fn the_documented_commands_parse() {
         assert!(matches!(
             parse("softswitch-tg server --port 5001"),
-            Cmd::Server { port: 5001, .. }
+            Cmd::Server(ServerArgs { port: 5001, .. })
         ));
         match parse(
             "softswitch-tg client --servers 10.99.0.2:5001,10.99.0.3:5001 --cdf cdf/websearch.txt \
@@ -609,7 +617,7 @@ mod tests {
             "softswitch-tg incast --servers 10.99.0.2:5001,10.99.0.3:5001 --size 64kb \
              --queries 100 --interval 10ms",
         ) {
-            Cmd::Incast { size, interval, .. } => {
+            Cmd::Incast(IncastArgs { size, interval, .. }) => {
                 assert_eq!(parse_size(&size).unwrap(), 65536);
                 assert_eq!(duration(&interval).unwrap(), Duration::from_millis(10));
             }
@@ -618,7 +626,7 @@ mod tests {
         match parse(
             "softswitch-tg long --server 10.99.0.2:5001 --duration 10s --dscp 8 --rate 500mbit",
         ) {
-            Cmd::Long { rate, dscp, .. } => {
+            Cmd::Long(LongArgs { rate, dscp, .. }) => {
                 assert_eq!(opt_rate_bps(&rate).unwrap(), 500_000_000);
                 assert_eq!(dscp, 8);
             }

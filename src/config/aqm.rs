@@ -4,9 +4,7 @@
 //! What an AQM needs from its port comes from the AQM (`aqm::PortNeeds`):
 //! nothing here names one.
 
-use std::sync::LazyLock;
-
-use crate::aqm::config::{port_needs, AQM_NAMES};
+use crate::aqm::config::port_needs;
 use crate::aqm::{AqmConfig, AqmEnv, PortNeeds};
 use crate::units::Nanos;
 
@@ -172,16 +170,4 @@ pub(super) fn help_requested(l: &Layers) -> bool {
 
 fn is_help(opt: &str) -> bool {
     opt.split('=').next().map(str::trim) == Some("help")
-}
-
-/// The `--aqm` flag's help line, naming every AQM of the list.
-pub(super) fn flag_help() -> &'static str {
-    static TEXT: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "AQM: {}; or r-aqm (reverse-path ACK control, R-AQM paper) with a forward AQM: \
-             r-aqm+NAME or --raqm-forward (default dctcp)",
-            AQM_NAMES.join(", ")
-        )
-    });
-    &TEXT
 }

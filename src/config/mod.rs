@@ -45,7 +45,7 @@ mod settings;
 mod values;
 
 #[cfg(test)]
-mod golden;
+mod golden_tests;
 #[cfg(test)]
 mod tests;
 

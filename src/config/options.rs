@@ -11,11 +11,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use clap::Args;
 use serde::{Deserialize, Deserializer};
 
 use super::ConfigError;
+use crate::aqm::config::AQM_NAMES;
 
 /// Settings that may differ per port (`[port.NAME]` in the file).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -119,7 +121,7 @@ pub struct Options {
     #[arg(long)]
     pub classify: Option<String>,
     /// The AQM (the list is `aqm::config::AQM_NAMES`; `--help` shows it).
-    #[arg(long, help = super::aqm::flag_help())]
+    #[arg(long, help = aqm_flag_help())]
     pub aqm: Option<String>,
     /// With --aqm r-aqm: the forward-path AQM (default dctcp, the paper's "R-AQM (ECN)"); --aqm-opt sets its parameters.
     #[arg(long)]
@@ -255,6 +257,18 @@ fn usize_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Erro
 /// A file path, read as a string (so a wrong type says "expected a string").
 fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
     Ok(Option::<String>::deserialize(d)?.map(PathBuf::from))
+}
+
+/// The `--aqm` flag's help line, naming every AQM of the list.
+fn aqm_flag_help() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "AQM: {}; or r-aqm (reverse-path ACK control, R-AQM paper) with a forward AQM: \
+             r-aqm+NAME or --raqm-forward (default dctcp)",
+            AQM_NAMES.join(", ")
+        )
+    });
+    &TEXT
 }
 
 fn join<T: ToString>(v: &[T]) -> String {

@@ -42,6 +42,11 @@ fn args(list: &[&str]) -> Options {
     crate::cli::Cli::try_parse_from(v).unwrap().run
 }
 
+/// The error `resolve` gives for these flags.
+fn error_of(list: &[&str]) -> String {
+    resolve(&args(list)).unwrap_err().to_string()
+}
+
 #[test]
 fn defaults_are_the_tcn_testbed() {
     let s = resolve(&args(&["--ports", "a,b"])).unwrap();
@@ -61,9 +66,7 @@ fn defaults_are_the_tcn_testbed() {
     assert!(s.describe().contains("Not-ECT on a mark: pass"));
     let s = resolve(&args(&["--ports", "a", "--not-ect", "drop"])).unwrap();
     assert_eq!(s.ports[0].port.not_ect, NotEctPolicy::Drop);
-    let e = resolve(&args(&["--ports", "a", "--not-ect", "mark"]))
-        .unwrap_err()
-        .to_string();
+    let e = error_of(&["--ports", "a", "--not-ect", "mark"]);
     assert!(e.contains("--not-ect") && e.contains("drop"), "{e}");
 }
 
@@ -73,9 +76,7 @@ fn cpu_choice_from_flag_or_file() {
     assert_eq!(s.cpu, crate::cpu::CpuChoice::Last);
     let s = resolve(&args(&["--ports", "a", "--cpu", "3"])).unwrap();
     assert_eq!(s.cpu, crate::cpu::CpuChoice::Cpu(3));
-    let e = resolve(&args(&["--ports", "a", "--cpu", "fast"]))
-        .unwrap_err()
-        .to_string();
+    let e = error_of(&["--ports", "a", "--cpu", "fast"]);
     assert!(e.contains("--cpu") && e.contains("last"), "{e}");
     assert_eq!(
         Options::parse("cpu = \"1\"\n").unwrap().cpu.as_deref(),
@@ -105,27 +106,9 @@ fn aqm_defaults_scale_with_rtt_and_options_override() {
         "{}",
         s.ports[0].aqm.describe()
     );
-    let e = resolve(&args(&[
-        "--ports",
-        "a",
-        "--aqm",
-        "tcn",
-        "--aqm-opt",
-        "bogus=1",
-    ]))
-    .unwrap_err()
-    .to_string();
+    let e = error_of(&["--ports", "a", "--aqm", "tcn", "--aqm-opt", "bogus=1"]);
     assert!(e.contains("valid keys"), "{e}");
-    let e = resolve(&args(&[
-        "--ports",
-        "a",
-        "--aqm",
-        "tcn",
-        "--aqm-opt",
-        "threshold",
-    ]))
-    .unwrap_err()
-    .to_string();
+    let e = error_of(&["--ports", "a", "--aqm", "tcn", "--aqm-opt", "threshold"]);
     assert!(e.contains("NAME=VALUE"), "{e}");
 }
 
@@ -216,56 +199,57 @@ fn diffecn_defaults_to_per_flow_queues_and_a_strict_temporary_queue() {
     // Another AQM's per-flow queues: a switch port's usual 8 (only
     // DiffECN names its prototype's count).
     assert_eq!(s.ports[0].port.queues, 8);
-    let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
-    assert!(
-        e(&["--ports", "a", "--aqm", "diffecn", "--classify", "dscp"]).contains("--classify flow")
-    );
-    assert!(e(&["--ports", "a", "--aqm", "diffecn", "--sched", "dwrr"]).contains("--sched sp+dwrr"));
-    assert!(
-        e(&["--ports", "a", "--classify", "flow", "--sched", "wfq"]).contains("--sched sp+dwrr")
-    );
     let s = resolve(&args(&["--ports", "a", "--classify", "flow"])).unwrap();
     assert_eq!(s.ports[0].port.sched.kind, crate::sched::SchedName::SpDwrr);
     let s = resolve(&args(&["--ports", "a", "--classify", "flow,temp=none"])).unwrap();
     assert_eq!(s.ports[0].port.sched.kind, crate::sched::SchedName::Dwrr);
-    assert!(e(&["--ports", "a", "--classify", "flow,bogus=1"]).contains("--classify"));
-    assert!(e(&["--ports", "a", "--aqm", "diffecn", "--aqm-opt", "period=0"]).contains("period"));
+    assert_advice(PER_FLOW_MISTAKES);
 }
+
+#[rustfmt::skip]
+const PER_FLOW_MISTAKES: &[(&[&str], &str)] = &[
+    (&["--ports", "a", "--aqm", "diffecn", "--classify", "dscp"], "--classify flow"),
+    (&["--ports", "a", "--aqm", "diffecn", "--sched", "dwrr"], "--sched sp+dwrr"),
+    (&["--ports", "a", "--classify", "flow", "--sched", "wfq"], "--sched sp+dwrr"),
+    (&["--ports", "a", "--classify", "flow,bogus=1"], "--classify"),
+    (&["--ports", "a", "--aqm", "diffecn", "--aqm-opt", "period=0"], "period"),
+];
+
+/// Each refused command line's error contains the advice.
+fn assert_advice(cases: &[(&[&str], &str)]) {
+    for (flags, advice) in cases {
+        let e = error_of(flags);
+        assert!(e.contains(advice), "{flags:?}: {e}");
+    }
+}
+
+#[rustfmt::skip]
+const MISTAKES: &[(&[&str], &str)] = &[
+    (&[], "--ports"),
+    (&["--ports", "a", "--rate", "1gigabit"], "1gbit"),
+    (&["--ports", "a", "--buffer", "1000"], "smaller than one"),
+    (&["--ports", "a", "--queues", "200"], "1 to 128"),
+    (&["--ports", "a", "--duration", "0s"], "--duration"),
+    (&["--ports", "a", "--frames", "0"], "--frames"),
+    (&["--ports", "a", "--queues", "2", "--sched", "wfq", "--aqm", "mq-ecn"], "round-robin"),
+    (&["--ports", "a", "--port-delay", "zz=5us"], "not one of --ports"),
+    (&["--ports", "a", "--sched", "fifo"], "sp"),
+    (&["--ports", "a", "--aqm", "pie"], "pie"),
+    (&["--ports", "a", "--timeseries", "x.csv", "--ts-interval", "10us"], "100us"),
+];
 
 #[test]
 fn user_mistakes_get_advice() {
-    let e = |a: &[&str]| resolve(&args(a)).unwrap_err().to_string();
-    assert!(e(&[]).contains("--ports"));
-    assert!(e(&["--ports", "a", "--rate", "1gigabit"]).contains("1gbit"));
-    assert!(e(&["--ports", "a", "--buffer", "1000"]).contains("smaller than one"));
-    assert!(e(&["--ports", "a", "--queues", "200"]).contains("1 to 128"));
+    assert_advice(MISTAKES);
     // Below one 1514-byte frame (+24 B) per second: 12304 bit/s.
-    let slow = e(&["--ports", "a", "--rate", "12000bit"]);
+    let slow = error_of(&["--ports", "a", "--rate", "12000bit"]);
     assert!(slow.contains("--rate") && slow.contains("12304"), "{slow}");
-    let slow = e(&["--ports", "a,b", "--port-rate", "b=100bit"]);
+    let slow = error_of(&["--ports", "a,b", "--port-rate", "b=100bit"]);
     assert!(
         slow.contains("port b") && slow.contains("--port-rate"),
         "{slow}"
     );
     assert!(resolve(&args(&["--ports", "a", "--rate", "12304bit"])).is_ok());
-    assert!(e(&["--ports", "a", "--duration", "0s"]).contains("--duration"));
-    assert!(e(&["--ports", "a", "--frames", "0"]).contains("--frames"));
-    assert!(
-        e(&["--ports", "a", "--queues", "2", "--sched", "wfq", "--aqm", "mq-ecn"])
-            .contains("round-robin")
-    );
-    assert!(e(&["--ports", "a", "--port-delay", "zz=5us"]).contains("not one of --ports"));
-    assert!(e(&["--ports", "a", "--sched", "fifo"]).contains("sp"));
-    assert!(e(&["--ports", "a", "--aqm", "pie"]).contains("pie"));
-    assert!(e(&[
-        "--ports",
-        "a",
-        "--timeseries",
-        "x.csv",
-        "--ts-interval",
-        "10us"
-    ])
-    .contains("100us"));
 }
 
 #[test]
@@ -538,9 +522,7 @@ fn dilation_from_flag_or_file_and_bad_values_say_what_d_is() {
         "{d}"
     );
     for bad in ["0.5", "0", "2000", "inf"] {
-        let e = resolve(&args(&["--ports", "a", "--dilation", bad]))
-            .unwrap_err()
-            .to_string();
+        let e = error_of(&["--ports", "a", "--dilation", bad]);
         assert!(e.starts_with("--dilation: dilation"), "{bad}: {e}");
     }
     let dir = std::env::temp_dir().join(format!("ss-dil-{}", std::process::id()));
@@ -561,7 +543,7 @@ fn dilation_from_flag_or_file_and_bad_values_say_what_d_is() {
         4.0
     );
     std::fs::write(&file, "ports = [\"a\"]\ndilation = 0\n").unwrap();
-    let e = resolve(&args(&["--config", f])).unwrap_err().to_string();
+    let e = error_of(&["--config", f]);
     assert!(e.contains("dilation") && e.contains("outside"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -269,6 +269,16 @@ fn spread_panel(input: &FigureInput, title: &str, key: &str, what: &str) -> Pane
     sweep_panel(input, title, y, spread_series(input, key, div))
 }
 
+/// A grid of [`spread_panel`]s, one per (title, metric key, what it is),
+/// with the spread note.
+fn spread_grid(input: &FigureInput, panels: &[(&str, &str, &str)]) -> Option<Figure> {
+    let panels = panels
+        .iter()
+        .map(|&(title, key, what)| spread_panel(input, title, key, what))
+        .collect();
+    grid(panels, vec![spread_note()], input)
+}
+
 fn grid(panels: Vec<Panel>, mut notes: Vec<String>, input: &FigureInput) -> Option<Figure> {
     notes.extend(short_notes(input));
     Some(Figure {
@@ -305,15 +315,14 @@ fn fct_vs_load_abs(input: &FigureInput) -> Option<Figure> {
     let TrafficSpec::Workload(_) = input.sc.traffic else {
         return None;
     };
-    grid(
-        vec![
-            spread_panel(input, "small flows: avg", "fct.small.mean_us", "FCT"),
-            spread_panel(input, "small flows: 99th", "fct.small.p99_us", "FCT"),
-            spread_panel(input, "large flows: avg", "fct.large.mean_us", "FCT"),
-            spread_panel(input, "overall: avg", "fct.all.mean_us", "FCT"),
-        ],
-        vec![spread_note()],
+    spread_grid(
         input,
+        &[
+            ("small flows: avg", "fct.small.mean_us", "FCT"),
+            ("small flows: 99th", "fct.small.p99_us", "FCT"),
+            ("large flows: avg", "fct.large.mean_us", "FCT"),
+            ("overall: avg", "fct.all.mean_us", "FCT"),
+        ],
     )
 }
 
@@ -322,15 +331,14 @@ fn incast_qct(input: &FigureInput) -> Option<Figure> {
     let TrafficSpec::Incast(_) = input.sc.traffic else {
         return None;
     };
-    grid(
-        vec![
-            spread_panel(input, "query completion time: avg", "qct.mean_us", "QCT"),
-            spread_panel(input, "query completion time: 99th", "qct.p99_us", "QCT"),
-            spread_panel(input, "RTOs per run", "rtos", "TCP timeouts"),
-            spread_panel(input, "drops per run", "drops", "packets"),
-        ],
-        vec![spread_note()],
+    spread_grid(
         input,
+        &[
+            ("query completion time: avg", "qct.mean_us", "QCT"),
+            ("query completion time: 99th", "qct.p99_us", "QCT"),
+            ("RTOs per run", "rtos", "TCP timeouts"),
+            ("drops per run", "drops", "packets"),
+        ],
     )
 }
 

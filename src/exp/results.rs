@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::scenario::SweepValue;
-use super::timeseries::{from_switch_csv, read_csv, QueueSample};
+use super::timeseries::{from_switch_csv, read_csv, sum_pkts, QueueSample};
 
 /// One flow as `softswitch-tg` writes it in its JSON (`report.flows`).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -63,14 +63,6 @@ impl SwitchTotals {
         }
         t
     }
-}
-
-/// `Σ reason.pkts` over an object of `{reason: {bytes, pkts}}`.
-pub fn sum_pkts(reasons: &serde_json::Value) -> u64 {
-    reasons
-        .as_object()
-        .map(|o| o.values().filter_map(|r| r["pkts"].as_u64()).sum())
-        .unwrap_or(0)
 }
 
 /// Host TCP counters (`nstat`), summed over hosts, after − before.

@@ -17,8 +17,6 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::results::sum_pkts;
-
 /// One queue at one instant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueueSample {
@@ -41,6 +39,14 @@ pub struct QueueSample {
 /// The CSV header.
 pub const CSV_HEADER: &str =
     "t_ms,port,queue,backlog_bytes,dequeued_bytes,marked_pkts,dropped_pkts";
+
+/// `Σ reason.pkts` over an object of `{reason: {bytes, pkts}}`.
+pub fn sum_pkts(reasons: &serde_json::Value) -> u64 {
+    reasons
+        .as_object()
+        .map(|o| o.values().filter_map(|r| r["pkts"].as_u64()).sum())
+        .unwrap_or(0)
+}
 
 /// Every queue of every port in a snapshot.
 pub fn samples_from_snapshot(t_ms: u64, v: &serde_json::Value) -> Vec<QueueSample> {

@@ -556,6 +556,8 @@ fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<Sysctl> {
     s
 }
 
+/// Host `index`: its namespace, its veth pair to the switch, its
+/// interface and (with route options) its subnet route.
 fn build_host(
     cfg: &TopoConfig,
     cc_name: &str,
@@ -569,52 +571,82 @@ fn build_host(
         .subnet
         .host(index)
         .expect("validate() checked the subnet has room");
-    let mtu = cfg.mtu.to_string();
-    let cidr = format!("{ip}/{}", cfg.subnet.prefix_len());
-    let host_if = names::HOST_IF;
-    let ip_cmd = || cmd::command(IP);
+    add_netns(cfg, cc_name, &ns, made)?;
+    add_veth(cfg, &ns, &sw, &mac, made)?;
+    set_up_host_if(cfg, &ns, &format!("{ip}/{}", cfg.subnet.prefix_len()))?;
+    set_route_options(cfg, &ns, &ip.to_string())?;
+    Ok(Host {
+        index,
+        name: names::host_name(index),
+        ns,
+        host_if: names::HOST_IF.to_owned(),
+        switch_if: sw,
+        ip,
+        mac,
+    })
+}
 
+/// The namespace `ns` with its sysctls (and, when time is dilated, its
+/// sockets' timers), before any socket exists in it.
+fn add_netns(
+    cfg: &TopoConfig,
+    cc_name: &str,
+    ns: &str,
+    made: &mut Vec<Made>,
+) -> Result<(), TopoError> {
     cmd::run(
-        ip_cmd().args(["netns", "add", &ns]),
+        cmd::command(IP).args(["netns", "add", ns]),
         "check `ip netns list` and that /run/netns is writable",
     )?;
-    made.push(Made::Netns(ns.clone()));
+    made.push(Made::Netns(ns.to_owned()));
 
     netns::write_sysctls(
-        &ns,
+        ns,
         &ns_sysctls(cfg, cc_name),
         "a namespace may select only congestion controls listed in the root namespace's \
          net.ipv4.tcp_allowed_congestion_control",
     )?;
     if let Some(t) = host_timers(cfg) {
         // Before any socket exists in it: every socket of the host is dilated.
-        let cookie = netns::netns_cookie(&ns)?;
+        let cookie = netns::netns_cookie(ns)?;
         dilation::add_netns(cookie, &t)?;
         made.push(Made::DilatedNetns(cookie));
     }
+    Ok(())
+}
 
+/// The veth pair: `sw` in the root namespace (the switch's port, up, L2
+/// only), its peer in `ns` with the host's MAC.
+fn add_veth(
+    cfg: &TopoConfig,
+    ns: &str,
+    sw: &str,
+    mac: &[u8; 6],
+    made: &mut Vec<Made>,
+) -> Result<(), TopoError> {
+    let mtu = cfg.mtu.to_string();
     cmd::run(
-        ip_cmd().args([
+        cmd::command(IP).args([
             "link",
             "add",
-            &sw,
+            sw,
             "mtu",
             &mtu,
             "type",
             "veth",
             "peer",
             "name",
-            host_if,
+            names::HOST_IF,
             "mtu",
             &mtu,
             "address",
-            &names::format_mac(&mac),
+            &names::format_mac(mac),
             "netns",
-            &ns,
+            ns,
         ]),
         "veth support (CONFIG_VETH) is needed",
     )?;
-    made.push(Made::Link(sw.clone()));
+    made.push(Made::Link(sw.to_owned()));
 
     // The switch port is L2 only: no IPv6 link-local, RS or MLD from the root
     // namespace into the switch.
@@ -625,17 +657,24 @@ fn build_host(
             source,
         })?;
     }
-    cmd::run(ip_cmd().args(["link", "set", &sw, "up"]), "")?;
+    cmd::run(cmd::command(IP).args(["link", "set", sw, "up"]), "")?;
+    Ok(())
+}
 
-    cmd::run(ip_cmd().args(["-n", &ns, "link", "set", "lo", "up"]), "")?;
+/// The host's interface in `ns`: address `cidr`, up, no tx checksum
+/// offload or TSO, `--gso-segs`, a pfifo qdisc.
+fn set_up_host_if(cfg: &TopoConfig, ns: &str, cidr: &str) -> Result<(), TopoError> {
+    let host_if = names::HOST_IF;
+    let ip_cmd = || cmd::command(IP);
+    cmd::run(ip_cmd().args(["-n", ns, "link", "set", "lo", "up"]), "")?;
     cmd::run(
-        ip_cmd().args(["-n", &ns, "addr", "add", &cidr, "dev", host_if]),
+        ip_cmd().args(["-n", ns, "addr", "add", cidr, "dev", host_if]),
         "",
     )?;
-    cmd::run(ip_cmd().args(["-n", &ns, "link", "set", host_if, "up"]), "")?;
+    cmd::run(ip_cmd().args(["-n", ns, "link", "set", host_if, "up"]), "")?;
     cmd::run(
         ip_cmd().args([
-            "netns", "exec", &ns, "ethtool", "-K", host_if, "tx", "off", "tso", "off",
+            "netns", "exec", ns, "ethtool", "-K", host_if, "tx", "off", "tso", "off",
         ]),
         "tx checksum offload must be off on the host veth, else TCP breaks through the switch",
     )?;
@@ -643,7 +682,7 @@ fn build_host(
         cmd::run(
             ip_cmd().args([
                 "-n",
-                &ns,
+                ns,
                 "link",
                 "set",
                 "dev",
@@ -656,45 +695,53 @@ fn build_host(
     }
     cmd::run(
         cmd::command(TC).args([
-            "-n", &ns, "qdisc", "replace", "dev", host_if, "root", "pfifo", "limit", "1000",
+            "-n", ns, "qdisc", "replace", "dev", host_if, "root", "pfifo", "limit", "1000",
         ]),
         "the pfifo qdisc (CONFIG_NET_SCH_FIFO) is needed",
     )?;
-    if cfg.rto_min.is_some() || cfg.quickack || cfg.initcwnd.is_some() {
-        let net = cfg.subnet.to_string();
-        let src = ip.to_string();
-        let mut args: Vec<String> = [
-            "-n", &ns, "route", "replace", &net, "dev", host_if, "proto", "kernel", "scope",
-            "link", "src", &src,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        if let Some(rto) = cfg.rto_min {
-            let ms = match host_timers(cfg) {
-                Some(t) => t.route_rto_min_ms(),
-                None => rto.as_millis(),
-            };
-            args.extend(["rto_min".to_string(), format!("{ms}ms")]);
-        }
-        if cfg.quickack {
-            args.extend(["quickack".to_string(), "1".to_string()]);
-        }
-        if let Some(w) = cfg.initcwnd {
-            args.extend(["initcwnd".to_string(), w.to_string()]);
-        }
-        cmd::run(ip_cmd().args(&args), "")?;
-    }
+    Ok(())
+}
 
-    Ok(Host {
-        index,
-        name: names::host_name(index),
+/// `--rto-min`, `--quickack` and `--initcwnd` on the subnet route in
+/// `ns` (from source `src`); nothing without them.
+fn set_route_options(cfg: &TopoConfig, ns: &str, src: &str) -> Result<(), TopoError> {
+    if cfg.rto_min.is_none() && !cfg.quickack && cfg.initcwnd.is_none() {
+        return Ok(());
+    }
+    let net = cfg.subnet.to_string();
+    let mut args: Vec<String> = [
+        "-n",
         ns,
-        host_if: host_if.to_owned(),
-        switch_if: sw,
-        ip,
-        mac,
-    })
+        "route",
+        "replace",
+        &net,
+        "dev",
+        names::HOST_IF,
+        "proto",
+        "kernel",
+        "scope",
+        "link",
+        "src",
+        src,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(rto) = cfg.rto_min {
+        let ms = match host_timers(cfg) {
+            Some(t) => t.route_rto_min_ms(),
+            None => rto.as_millis(),
+        };
+        args.extend(["rto_min".to_string(), format!("{ms}ms")]);
+    }
+    if cfg.quickack {
+        args.extend(["quickack".to_string(), "1".to_string()]);
+    }
+    if let Some(w) = cfg.initcwnd {
+        args.extend(["initcwnd".to_string(), w.to_string()]);
+    }
+    cmd::run(cmd::command(IP).args(&args), "")?;
+    Ok(())
 }
 
 /// Undoes `made` in reverse; returns what could not be undone.

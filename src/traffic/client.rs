@@ -15,7 +15,7 @@
 //! reports FCTs, start times, lateness and the run's length in emulated
 //! time (real / D).
 
-use crossbeam_channel::RecvTimeoutError;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -186,6 +186,221 @@ struct Pool {
     unreachable: Option<String>,
 }
 
+impl Pool {
+    /// `conns` connections to server `i`; fails if one cannot be opened.
+    fn open(
+        i: usize,
+        addr: SocketAddr,
+        conns: usize,
+        out_tx: &Sender<Outcome>,
+    ) -> Result<Pool, TgError> {
+        let idle: IdleList = Arc::new(Mutex::new(Vec::new()));
+        let mut opened = Vec::new();
+        for slot in 0..conns {
+            let c = Conn::open(i, addr, slot, idle.clone(), out_tx.clone())
+                .map_err(|source| TgError::Connect { addr, source })?;
+            opened.push(c);
+        }
+        // Hand out the lowest slots first.
+        *idle.lock().expect("fresh mutex") = (0..opened.len()).rev().collect();
+        Ok(Pool {
+            addr,
+            conns: opened,
+            idle,
+            unreachable: None,
+        })
+    }
+
+    /// The slot of an idle connection for flow `f`, else of a new one; the
+    /// reason the flow fails if there is neither (after a failed connect,
+    /// every later flow to this server fails at once with that reason).
+    fn slot_for(&mut self, f: &PlannedFlow, out_tx: &Sender<Outcome>) -> Result<usize, String> {
+        let slot = self.idle.lock().ok().and_then(|mut l| l.pop());
+        match (slot, &self.unreachable) {
+            (Some(s), _) => Ok(s),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => {
+                let s = self.conns.len();
+                match Conn::open(f.server, self.addr, s, self.idle.clone(), out_tx.clone()) {
+                    Ok(c) => {
+                        self.conns.push(c);
+                        Ok(s)
+                    }
+                    Err(e) => {
+                        let why = format!(
+                            "no idle connection and a new one failed: {e} (flow {}; later flows to this server are not tried)",
+                            f.id
+                        );
+                        self.unreachable = Some(why.clone());
+                        Err(why)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One run's schedule, clock and what it has recorded so far, shared by
+/// its steps: send the schedule, receive the outcomes, account for the rest.
+struct Run<'a> {
+    cfg: &'a ClientConfig,
+    plan: &'a [PlannedFlow],
+    dil: Dilation,
+    t0: Instant,
+    deadline: Instant,
+    failures: Vec<FlowFailure>,
+    /// Flows handed to a connection (each reported exactly once).
+    started: usize,
+    /// Arrivals reached before the deadline, and how late they went out.
+    arrivals: usize,
+    lateness_sum_us: u128,
+    max_lateness_us: u64,
+    timed_out: bool,
+}
+
+/// What the outcomes of the started flows were.
+struct Received {
+    flows: Vec<FlowRecord>,
+    /// By flow id: an outcome came.
+    reported: Vec<bool>,
+    last_end: Instant,
+}
+
+impl<'a> Run<'a> {
+    fn new(cfg: &'a ClientConfig, plan: &'a [PlannedFlow]) -> Self {
+        let dil = cfg.dilation;
+        let t0 = Instant::now();
+        Run {
+            cfg,
+            plan,
+            dil,
+            t0,
+            deadline: t0 + dil.to_real(cfg.timeout),
+            failures: Vec::new(),
+            started: 0,
+            arrivals: 0,
+            lateness_sum_us: 0,
+            max_lateness_us: 0,
+            timed_out: false,
+        }
+    }
+
+    fn fail(&mut self, id: u32, server: SocketAddr, reason: String) {
+        self.failures.push(FlowFailure {
+            id,
+            server: server.to_string(),
+            reason,
+        });
+    }
+
+    /// Sleeps until each arrival (absolute times: `t0 + Σ gaps`, D times
+    /// the emulated gaps) and starts its flow, until the deadline.
+    fn send_schedule(&mut self, pools: &mut [Pool], out_tx: &Sender<Outcome>) {
+        let mut due = self.t0;
+        for f in self.plan {
+            due += self.dil.to_real(Duration::from_nanos(f.gap_ns));
+            if due >= self.deadline {
+                self.timed_out = true;
+                break;
+            }
+            let now = Instant::now();
+            if due > now {
+                thread::sleep(due - now);
+            }
+            let late_us = self
+                .dil
+                .emulated_us(Instant::now().saturating_duration_since(due));
+            self.arrivals += 1;
+            self.lateness_sum_us += late_us as u128;
+            self.max_lateness_us = self.max_lateness_us.max(late_us);
+            let pool = &mut pools[f.server];
+            let slot = match pool.slot_for(f, out_tx) {
+                Ok(s) => s,
+                Err(reason) => {
+                    self.fail(f.id, pool.addr, reason);
+                    continue;
+                }
+            };
+            let handed_over = pool.conns[slot].start_flow(Request {
+                id: f.id,
+                size: f.size,
+                dscp: f.dscp,
+                rate_bps: self.dil.wire_bps(f.rate_bps),
+            });
+            if handed_over {
+                self.started += 1;
+            } else {
+                let addr = pool.addr;
+                self.fail(f.id, addr, "its connection had already failed".into());
+            }
+        }
+    }
+
+    /// Waits for the outcome of every started flow, until the deadline.
+    fn receive_outcomes(&mut self, out_rx: &Receiver<Outcome>) -> Received {
+        let mut got = Received {
+            flows: Vec::with_capacity(self.started),
+            reported: vec![false; self.plan.len() + 1],
+            last_end: self.t0,
+        };
+        let mut outcomes = 0usize;
+        while outcomes < self.started {
+            let now = Instant::now();
+            if now >= self.deadline {
+                self.timed_out = true;
+                break;
+            }
+            match out_rx.recv_timeout(self.deadline - now) {
+                Ok(Outcome::Done {
+                    server,
+                    req,
+                    start,
+                    end,
+                }) => {
+                    outcomes += 1;
+                    got.reported[req.id as usize] = true;
+                    got.last_end = got.last_end.max(end);
+                    got.flows.push(FlowRecord::completed(
+                        req.id,
+                        server,
+                        req.size,
+                        self.dil.emulated_us(end.duration_since(start)),
+                        req.dscp,
+                        self.plan[req.id as usize - 1].rate_bps,
+                        self.dil.emulated_us(start.duration_since(self.t0)),
+                    ));
+                }
+                Ok(Outcome::Failed { server, id, reason }) => {
+                    outcomes += 1;
+                    got.reported[id as usize] = true;
+                    self.fail(id, self.cfg.servers[server], reason);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.timed_out = true;
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        got
+    }
+
+    /// Whatever was not reported: unfinished at the deadline, or never sent.
+    fn fail_unreported(&mut self, reported: &[bool]) {
+        let failed: std::collections::HashSet<u32> = self.failures.iter().map(|f| f.id).collect();
+        for f in self.plan {
+            if !reported[f.id as usize] && !failed.contains(&f.id) {
+                let reason = if self.timed_out {
+                    "unfinished or not started at --timeout"
+                } else {
+                    "no response recorded"
+                };
+                self.fail(f.id, self.cfg.servers[f.server], reason.into());
+            }
+        }
+    }
+}
+
 /// Runs the workload. Fails early only if a server cannot be reached at
 /// start; later failures are recorded per flow.
 pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
@@ -195,173 +410,33 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         .unwrap_or(0.0);
     sock::tighten_timer_slack();
     let (out_tx, out_rx) = crossbeam_channel::unbounded::<Outcome>();
-    let mut pools: Vec<Pool> = Vec::with_capacity(cfg.servers.len());
-    for (i, &addr) in cfg.servers.iter().enumerate() {
-        let idle: IdleList = Arc::new(Mutex::new(Vec::new()));
-        let mut conns = Vec::new();
-        for slot in 0..cfg.conns_per_server.max(1) {
-            let c = Conn::open(i, addr, slot, idle.clone(), out_tx.clone())
-                .map_err(|source| TgError::Connect { addr, source })?;
-            conns.push(c);
-        }
-        // Hand out the lowest slots first.
-        *idle.lock().expect("fresh mutex") = (0..conns.len()).rev().collect();
-        pools.push(Pool {
-            addr,
-            conns,
-            idle,
-            unreachable: None,
-        });
-    }
-    let mut connections: usize = pools.iter().map(|p| p.conns.len()).sum();
+    let mut pools = cfg
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| Pool::open(i, addr, cfg.conns_per_server.max(1), &out_tx))
+        .collect::<Result<Vec<Pool>, TgError>>()?;
 
-    let dil = cfg.dilation;
-    let t0 = Instant::now();
-    let deadline = t0 + dil.to_real(cfg.timeout);
-    let mut failures: Vec<FlowFailure> = Vec::new();
-    let mut started = 0usize;
-    let mut arrivals = 0usize;
-    let mut lateness_sum_us = 0u128;
-    let mut max_lateness_us = 0u64;
-    let mut due = t0;
-    let mut timed_out = false;
-    for f in &plan {
-        due += dil.to_real(Duration::from_nanos(f.gap_ns));
-        if due >= deadline {
-            timed_out = true;
-            break;
-        }
-        let now = Instant::now();
-        if due > now {
-            thread::sleep(due - now);
-        }
-        let late_us = dil.emulated_us(Instant::now().saturating_duration_since(due));
-        arrivals += 1;
-        lateness_sum_us += late_us as u128;
-        max_lateness_us = max_lateness_us.max(late_us);
-        let pool = &mut pools[f.server];
-        let slot = pool.idle.lock().ok().and_then(|mut l| l.pop());
-        let slot = match (slot, &pool.unreachable) {
-            (Some(s), _) => s,
-            (None, Some(why)) => {
-                failures.push(FlowFailure {
-                    id: f.id,
-                    server: pool.addr.to_string(),
-                    reason: why.clone(),
-                });
-                continue;
-            }
-            (None, None) => {
-                let s = pool.conns.len();
-                match Conn::open(f.server, pool.addr, s, pool.idle.clone(), out_tx.clone()) {
-                    Ok(c) => {
-                        pool.conns.push(c);
-                        connections += 1;
-                        s
-                    }
-                    Err(e) => {
-                        let why = format!(
-                            "no idle connection and a new one failed: {e} (flow {}; later flows to this server are not tried)",
-                            f.id
-                        );
-                        failures.push(FlowFailure {
-                            id: f.id,
-                            server: pool.addr.to_string(),
-                            reason: why.clone(),
-                        });
-                        pool.unreachable = Some(why);
-                        continue;
-                    }
-                }
-            }
-        };
-        let handed_over = pool.conns[slot].start_flow(Request {
-            id: f.id,
-            size: f.size,
-            dscp: f.dscp,
-            rate_bps: dil.wire_bps(f.rate_bps),
-        });
-        if handed_over {
-            started += 1;
-        } else {
-            failures.push(FlowFailure {
-                id: f.id,
-                server: pool.addr.to_string(),
-                reason: "its connection had already failed".into(),
-            });
-        }
-    }
+    let mut run = Run::new(cfg, &plan);
+    run.send_schedule(&mut pools, &out_tx);
     drop(out_tx);
-
-    let mut flows: Vec<FlowRecord> = Vec::with_capacity(started);
-    let mut reported = vec![false; plan.len() + 1];
-    let mut last_end = t0;
-    let mut outcomes = 0usize;
-    while outcomes < started {
-        let now = Instant::now();
-        if now >= deadline {
-            timed_out = true;
-            break;
-        }
-        match out_rx.recv_timeout(deadline - now) {
-            Ok(Outcome::Done {
-                server,
-                req,
-                start,
-                end,
-            }) => {
-                outcomes += 1;
-                reported[req.id as usize] = true;
-                last_end = last_end.max(end);
-                flows.push(FlowRecord::completed(
-                    req.id,
-                    server,
-                    req.size,
-                    dil.emulated_us(end.duration_since(start)),
-                    req.dscp,
-                    plan[req.id as usize - 1].rate_bps,
-                    dil.emulated_us(start.duration_since(t0)),
-                ));
-            }
-            Ok(Outcome::Failed { server, id, reason }) => {
-                outcomes += 1;
-                reported[id as usize] = true;
-                failures.push(FlowFailure {
-                    id,
-                    server: cfg.servers[server].to_string(),
-                    reason,
-                });
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                timed_out = true;
-                break;
-            }
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-    }
+    let Received {
+        mut flows,
+        reported,
+        last_end,
+    } = run.receive_outcomes(&out_rx);
     for p in &mut pools {
         for c in &mut p.conns {
             c.close();
         }
     }
-    // Whatever was not reported: unfinished at the deadline, or never sent.
-    let failed: std::collections::HashSet<u32> = failures.iter().map(|f| f.id).collect();
-    for f in &plan {
-        if !reported[f.id as usize] && !failed.contains(&f.id) {
-            failures.push(FlowFailure {
-                id: f.id,
-                server: cfg.servers[f.server].to_string(),
-                reason: if timed_out {
-                    "unfinished or not started at --timeout".into()
-                } else {
-                    "no response recorded".into()
-                },
-            });
-        }
-    }
+    run.fail_unreported(&reported);
+    // Opened in total: at start and on demand.
+    let connections: usize = pools.iter().map(|p| p.conns.len()).sum();
+    let mut failures = run.failures;
     flows.sort_by_key(|r| r.id);
     failures.sort_by_key(|f| f.id);
-    let wall_us = dil.emulated_us(last_end.duration_since(t0));
+    let wall_us = run.dil.emulated_us(last_end.duration_since(run.t0));
     let summary = FctSummary::from_records(&flows, wall_us);
     Ok(ClientReport {
         flows,
@@ -370,13 +445,13 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         wall_us,
         target_flows_per_sec,
         connections,
-        mean_lateness_us: if arrivals == 0 {
+        mean_lateness_us: if run.arrivals == 0 {
             0.0
         } else {
-            lateness_sum_us as f64 / arrivals as f64
+            run.lateness_sum_us as f64 / run.arrivals as f64
         },
-        max_lateness_us,
-        timed_out,
+        max_lateness_us: run.max_lateness_us,
+        timed_out: run.timed_out,
     })
 }
 

@@ -15,7 +15,7 @@
 //! D the interval, the timeout and the flow rate are emulated (D × longer,
 //! / D on the wire) and every reported time is emulated (real / D).
 
-use crossbeam_channel::RecvTimeoutError;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -99,82 +99,163 @@ impl IncastReport {
 /// failure mid-run stops the run and is returned in `error` with what was
 /// recorded so far.
 pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
+    check(cfg)?;
+    sock::tighten_timer_slack();
+    let (out_tx, out_rx) = crossbeam_channel::unbounded::<Outcome>();
+    let mut conns = Vec::with_capacity(cfg.servers.len());
+    open_all(cfg, &mut conns, &out_tx)?;
+    let mut run = Incast::new(cfg, conns, out_tx, out_rx);
+    let error = run.run_queries().err();
+    for c in &mut run.conns {
+        c.close();
+    }
+    let Incast {
+        queries,
+        flows,
+        connections,
+        ..
+    } = run;
+    let qcts: Vec<u64> = queries.iter().map(|q| q.qct_us).collect();
+    let wall_us = queries.last().map(|q| q.start_us + q.qct_us).unwrap_or(0);
+    Ok(IncastReport {
+        qct: fct_stats(&qcts),
+        fct: FctSummary::from_records(&flows, wall_us),
+        queries,
+        flows,
+        connections,
+        error,
+    })
+}
+
+/// Refuses a run with no server, or more flows than 32-bit ids can number.
+fn check(cfg: &IncastConfig) -> Result<(), TgError> {
     if cfg.servers.is_empty() {
         return Err(TgError::Usage(
             "give at least one server (--servers ip:port,...)".into(),
         ));
     }
-    let fanout = cfg.servers.len();
-    if cfg.queries as u64 * fanout as u64 >= u32::MAX as u64 {
+    if cfg.queries as u64 * cfg.servers.len() as u64 >= u32::MAX as u64 {
         return Err(TgError::Usage(
             "queries × servers must stay below 2^32 (flow ids are 32-bit)".into(),
         ));
     }
-    sock::tighten_timer_slack();
-    let (out_tx, out_rx) = crossbeam_channel::unbounded::<Outcome>();
-    let open_all = |conns: &mut Vec<Conn>| -> Result<(), TgError> {
-        for c in conns.iter_mut() {
-            c.close();
+    Ok(())
+}
+
+/// Closes `conns` and opens one new connection per server in their place.
+fn open_all(
+    cfg: &IncastConfig,
+    conns: &mut Vec<Conn>,
+    out_tx: &Sender<Outcome>,
+) -> Result<(), TgError> {
+    for c in conns.iter_mut() {
+        c.close();
+    }
+    conns.clear();
+    for (i, &addr) in cfg.servers.iter().enumerate() {
+        let idle = Arc::new(Mutex::new(Vec::new()));
+        let c = Conn::open(i, addr, 0, idle, out_tx.clone())
+            .map_err(|source| TgError::Connect { addr, source })?;
+        conns.push(c);
+    }
+    Ok(())
+}
+
+/// A run's connections, clock and what it has recorded, shared by the
+/// steps of each query: start the flows, collect them, record the query.
+struct Incast<'a> {
+    cfg: &'a IncastConfig,
+    fanout: usize,
+    dil: Dilation,
+    t0: Instant,
+    deadline: Instant,
+    conns: Vec<Conn>,
+    out_tx: Sender<Outcome>,
+    out_rx: Receiver<Outcome>,
+    connections: usize,
+    queries: Vec<QueryRecord>,
+    flows: Vec<FlowRecord>,
+}
+
+impl<'a> Incast<'a> {
+    fn new(
+        cfg: &'a IncastConfig,
+        conns: Vec<Conn>,
+        out_tx: Sender<Outcome>,
+        out_rx: Receiver<Outcome>,
+    ) -> Self {
+        let fanout = cfg.servers.len();
+        let dil = cfg.dilation;
+        let t0 = Instant::now();
+        Incast {
+            cfg,
+            fanout,
+            dil,
+            t0,
+            deadline: t0 + dil.to_real(cfg.timeout),
+            conns,
+            out_tx,
+            out_rx,
+            connections: fanout,
+            queries: Vec::with_capacity(cfg.queries as usize),
+            flows: Vec::with_capacity(cfg.queries as usize * fanout),
         }
-        conns.clear();
-        for (i, &addr) in cfg.servers.iter().enumerate() {
-            let idle = Arc::new(Mutex::new(Vec::new()));
-            let c = Conn::open(i, addr, 0, idle, out_tx.clone())
-                .map_err(|source| TgError::Connect { addr, source })?;
-            conns.push(c);
+    }
+
+    /// Every query in turn; the first failure stops the run, as the text
+    /// of the report's `error`.
+    fn run_queries(&mut self) -> Result<(), String> {
+        let mut next_start = self.t0;
+        for q in 0..self.cfg.queries {
+            if self.cfg.fresh && q > 0 {
+                open_all(self.cfg, &mut self.conns, &self.out_tx).map_err(|e| e.to_string())?;
+                self.connections += self.fanout;
+            }
+            let now = Instant::now();
+            if next_start > now {
+                thread::sleep(next_start - now);
+            }
+            let q_start = Instant::now();
+            self.start_flows(q)?;
+            let (q_flows, q_end) = self.collect(q_start)?;
+            self.record(q, q_start, q_end, q_flows);
+            next_start = (q_start + self.dil.to_real(self.cfg.interval)).max(Instant::now());
         }
         Ok(())
-    };
-    let mut conns = Vec::with_capacity(fanout);
-    open_all(&mut conns)?;
-    let mut connections = fanout;
+    }
 
-    let dil = cfg.dilation;
-    let t0 = Instant::now();
-    let deadline = t0 + dil.to_real(cfg.timeout);
-    let mut queries = Vec::with_capacity(cfg.queries as usize);
-    let mut flows = Vec::with_capacity(cfg.queries as usize * fanout);
-    let mut error = None;
-    let mut next_start = t0;
-    'queries: for q in 0..cfg.queries {
-        if cfg.fresh && q > 0 {
-            if let Err(e) = open_all(&mut conns) {
-                error = Some(e.to_string());
-                break 'queries;
-            }
-            connections += fanout;
-        }
-        let now = Instant::now();
-        if next_start > now {
-            thread::sleep(next_start - now);
-        }
-        let q_start = Instant::now();
-        for (k, c) in conns.iter_mut().enumerate() {
-            let id = q * fanout as u32 + k as u32 + 1;
+    /// Asks every server for its response of query `q`.
+    fn start_flows(&mut self, q: u32) -> Result<(), String> {
+        let fanout = self.fanout as u32;
+        for (k, c) in self.conns.iter_mut().enumerate() {
+            let id = q * fanout + k as u32 + 1;
             let handed_over = c.start_flow(Request {
                 id,
-                size: cfg.size,
-                dscp: cfg.dscp,
-                rate_bps: dil.wire_bps(cfg.flow_rate_bps),
+                size: self.cfg.size,
+                dscp: self.cfg.dscp,
+                rate_bps: self.dil.wire_bps(self.cfg.flow_rate_bps),
             });
             if !handed_over {
-                error = Some(
-                    TgError::Flow {
-                        id,
-                        addr: cfg.servers[k],
-                        reason: "its connection had already failed".into(),
-                    }
-                    .to_string(),
-                );
-                break 'queries;
+                return Err(TgError::Flow {
+                    id,
+                    addr: self.cfg.servers[k],
+                    reason: "its connection had already failed".into(),
+                }
+                .to_string());
             }
         }
+        Ok(())
+    }
+
+    /// Waits for every response of the query started at `q_start`: its
+    /// flows and when the last one ended.
+    fn collect(&self, q_start: Instant) -> Result<(Vec<FlowRecord>, Instant), String> {
         let mut q_end = q_start;
-        let mut q_flows = Vec::with_capacity(fanout);
-        while q_flows.len() < fanout {
+        let mut q_flows = Vec::with_capacity(self.fanout);
+        while q_flows.len() < self.fanout {
             let now = Instant::now();
-            let wait = deadline.saturating_duration_since(now);
-            match out_rx.recv_timeout(wait) {
+            let wait = self.deadline.saturating_duration_since(now);
+            match self.out_rx.recv_timeout(wait) {
                 Ok(Outcome::Done {
                     server,
                     req,
@@ -186,64 +267,49 @@ pub fn run(cfg: &IncastConfig) -> Result<IncastReport, TgError> {
                         req.id,
                         server,
                         req.size,
-                        dil.emulated_us(end.duration_since(start)),
+                        self.dil.emulated_us(end.duration_since(start)),
                         req.dscp,
-                        cfg.flow_rate_bps,
-                        dil.emulated_us(start.duration_since(t0)),
+                        self.cfg.flow_rate_bps,
+                        self.dil.emulated_us(start.duration_since(self.t0)),
                     ));
                 }
                 Ok(Outcome::Failed { server, id, reason }) => {
-                    error = Some(
-                        TgError::Flow {
-                            id,
-                            addr: cfg.servers[server],
-                            reason,
-                        }
-                        .to_string(),
-                    );
-                    break 'queries;
+                    return Err(TgError::Flow {
+                        id,
+                        addr: self.cfg.servers[server],
+                        reason,
+                    }
+                    .to_string());
                 }
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                    error = Some(
-                        TgError::Timeout {
-                            secs: cfg.timeout.as_secs_f64(),
-                            done: queries.len(),
-                            total: cfg.queries as usize,
-                            what: "queries",
-                        }
-                        .to_string(),
-                    );
-                    break 'queries;
+                    return Err(TgError::Timeout {
+                        secs: self.cfg.timeout.as_secs_f64(),
+                        done: self.queries.len(),
+                        total: self.cfg.queries as usize,
+                        what: "queries",
+                    }
+                    .to_string());
                 }
             }
         }
-        let qct_us = dil.emulated_us(q_end.duration_since(q_start));
-        let total = cfg.size * fanout as u64;
-        queries.push(QueryRecord {
+        Ok((q_flows, q_end))
+    }
+
+    /// Records query `q` and its flows.
+    fn record(&mut self, q: u32, q_start: Instant, q_end: Instant, mut q_flows: Vec<FlowRecord>) {
+        let qct_us = self.dil.emulated_us(q_end.duration_since(q_start));
+        let total = self.cfg.size * self.fanout as u64;
+        self.queries.push(QueryRecord {
             query: q,
             size: total,
             qct_us,
-            dscp: cfg.dscp,
-            rate_mbps: cfg.flow_rate_bps as f64 / 1e6,
+            dscp: self.cfg.dscp,
+            rate_mbps: self.cfg.flow_rate_bps as f64 / 1e6,
             goodput_mbps: goodput_mbps(total, qct_us),
-            fanout,
-            start_us: dil.emulated_us(q_start.duration_since(t0)),
+            fanout: self.fanout,
+            start_us: self.dil.emulated_us(q_start.duration_since(self.t0)),
         });
         q_flows.sort_by_key(|r| r.id);
-        flows.extend(q_flows);
-        next_start = (q_start + dil.to_real(cfg.interval)).max(Instant::now());
+        self.flows.extend(q_flows);
     }
-    for c in &mut conns {
-        c.close();
-    }
-    let qcts: Vec<u64> = queries.iter().map(|q| q.qct_us).collect();
-    let wall_us = queries.last().map(|q| q.start_us + q.qct_us).unwrap_or(0);
-    Ok(IncastReport {
-        qct: fct_stats(&qcts),
-        fct: FctSummary::from_records(&flows, wall_us),
-        queries,
-        flows,
-        connections,
-        error,
-    })
 }

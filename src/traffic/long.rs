@@ -132,21 +132,9 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
     }
     let addr = cfg.server;
     let dil = cfg.dilation;
-    // Real (wall-clock) lengths of the emulated times asked for.
-    let (sample, duration) = (dil.to_real(cfg.sample), dil.to_real(cfg.duration));
     let origin = Instant::now();
     std::thread::sleep(dil.to_real(cfg.delay));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
-        .map_err(|source| TgError::Connect { addr, source })?;
-    let io_err = |context: &str| {
-        let context = context.to_string();
-        move |source| TgError::Io { context, source }
-    };
-    stream.set_nodelay(true).map_err(io_err("TCP_NODELAY"))?;
-    sock::set_dscp(&stream, cfg.dscp).map_err(io_err("setting IP_TOS"))?;
-    stream
-        .set_read_timeout(Some(READ_WAKE))
-        .map_err(io_err("SO_RCVTIMEO"))?;
+    let mut stream = connect(cfg)?;
     let req = Request {
         id: 1,
         size: cfg.size.unwrap_or(STREAM),
@@ -154,43 +142,20 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         rate_bps: dil.wire_bps(cfg.rate_bps),
     };
     let t0 = Instant::now();
-    let end = origin + duration;
+    let mut sampler = Sampler::new(cfg, origin);
     let mut fct_us = None;
-    let mut error = None;
-    let mut samples = Vec::new();
     let mut total: u64 = 0;
-    let mut in_interval: u64 = 0;
-    let mut k: u32 = 1;
     let mut header_left = HEADER_LEN;
     let mut buf = vec![0u8; 64 * 1024];
-    if let Err(e) = stream.write_all(&req.encode()) {
-        error = Some(flow_error(addr, e));
-    }
+    let mut error = stream
+        .write_all(&req.encode())
+        .err()
+        .map(|e| flow_error(addr, e));
     while error.is_none() {
-        let got = match stream.read(&mut buf) {
-            Ok(0) => {
-                error = Some(flow_error(
-                    addr,
-                    io::Error::new(io::ErrorKind::UnexpectedEof, "server closed the connection"),
-                ));
-                0
-            }
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                0
-            }
-            Err(e) => {
-                error = Some(flow_error(addr, e));
-                0
-            }
-        };
+        let got = read_some(&mut stream, &mut buf).unwrap_or_else(|e| {
+            error = Some(flow_error(addr, e));
+            0
+        });
         let skip = header_left.min(got);
         header_left -= skip;
         let payload = (got - skip) as u64;
@@ -200,27 +165,19 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         if done {
             fct_us = Some(dil.emulated_us(now.duration_since(t0)));
         }
-        while now >= origin + sample * k && origin + sample * k <= end {
-            samples.push(GoodputSample {
-                t_ms: (cfg.sample * k).as_millis() as u64,
-                bytes: in_interval,
-                goodput_mbps: in_interval as f64 * 8.0 / cfg.sample.as_micros() as f64,
-            });
-            in_interval = 0;
-            k += 1;
-        }
+        sampler.close_intervals(now);
         // After closing the intervals that ended before `now`: these bytes
         // arrived in the current one (after a --delay, the first read comes
         // long after the first sample boundaries).
-        in_interval += payload;
-        if now >= end || done {
+        sampler.in_interval += payload;
+        if now >= sampler.end || done {
             break;
         }
     }
     let duration_us = dil.emulated_us(t0.elapsed());
     let _ = stream.shutdown(Shutdown::Both);
     Ok(LongReport {
-        samples,
+        samples: sampler.samples,
         total_bytes: total,
         duration_us,
         goodput_mbps: if duration_us == 0 {
@@ -235,6 +192,90 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
         fct_us,
         error,
     })
+}
+
+/// The connection to the server: no Nagle, the flow's DSCP, reads that
+/// wake every [`READ_WAKE`].
+fn connect(cfg: &LongConfig) -> Result<TcpStream, TgError> {
+    let addr = cfg.server;
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+        .map_err(|source| TgError::Connect { addr, source })?;
+    let io_err = |context: &str| {
+        let context = context.to_string();
+        move |source| TgError::Io { context, source }
+    };
+    stream.set_nodelay(true).map_err(io_err("TCP_NODELAY"))?;
+    sock::set_dscp(&stream, cfg.dscp).map_err(io_err("setting IP_TOS"))?;
+    stream
+        .set_read_timeout(Some(READ_WAKE))
+        .map_err(io_err("SO_RCVTIMEO"))?;
+    Ok(stream)
+}
+
+/// One read: the bytes it returned (0 when it only woke up), or why the
+/// flow ended (the server's close included).
+fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    match stream.read(buf) {
+        Ok(0) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "server closed the connection",
+        )),
+        Ok(n) => Ok(n),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(0)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The goodput samples: interval k is `((k−1)·sample, k·sample]` after
+/// `origin` (real time; reported in emulated time).
+struct Sampler {
+    origin: Instant,
+    /// The sampling period, real and emulated.
+    real: Duration,
+    emulated: Duration,
+    /// No interval ends after this (origin + the real duration).
+    end: Instant,
+    /// The interval being filled.
+    k: u32,
+    in_interval: u64,
+    samples: Vec<GoodputSample>,
+}
+
+impl Sampler {
+    fn new(cfg: &LongConfig, origin: Instant) -> Self {
+        let dil = cfg.dilation;
+        Sampler {
+            origin,
+            real: dil.to_real(cfg.sample),
+            emulated: cfg.sample,
+            end: origin + dil.to_real(cfg.duration),
+            k: 1,
+            in_interval: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Records every interval that ended by `now` (and by the end).
+    fn close_intervals(&mut self, now: Instant) {
+        while now >= self.origin + self.real * self.k
+            && self.origin + self.real * self.k <= self.end
+        {
+            self.samples.push(GoodputSample {
+                t_ms: (self.emulated * self.k).as_millis() as u64,
+                bytes: self.in_interval,
+                goodput_mbps: self.in_interval as f64 * 8.0 / self.emulated.as_micros() as f64,
+            });
+            self.in_interval = 0;
+            self.k += 1;
+        }
+    }
 }
 
 fn flow_error(addr: SocketAddr, e: io::Error) -> String {

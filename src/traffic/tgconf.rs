@@ -75,108 +75,128 @@ const KEYS: &str = "server, req_size_dist, rate, dscp, fanout";
 
 /// Parses the text of a client config file; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<TgClientFile, TgConfError> {
-    let mut servers = Vec::new();
-    let mut dists: Vec<(usize, PathBuf)> = Vec::new();
-    let mut dscp = Vec::new();
-    let mut rates = Vec::new();
-    let mut fanout = Vec::new();
+    let mut lines = Lines::default();
     for (idx, raw) in text.lines().enumerate() {
         let body = raw.split('#').next().unwrap_or("").trim();
         if body.is_empty() {
             continue;
         }
-        let err = |reason: String| TgConfError {
+        let fields: Vec<&str> = body.split_whitespace().collect();
+        lines.read(idx + 1, &fields).map_err(|reason| TgConfError {
             file: file.to_owned(),
             line: idx + 1,
             text: body.to_owned(),
             reason,
-        };
-        let fields: Vec<&str> = body.split_whitespace().collect();
+        })?;
+    }
+    lines.finish(file)
+}
+
+/// The lines read so far, by key.
+#[derive(Default)]
+struct Lines {
+    servers: Vec<SocketAddr>,
+    /// `req_size_dist` lines with their line numbers (one is required).
+    dists: Vec<(usize, PathBuf)>,
+    dscp: Vec<(u8, u64)>,
+    rates: Vec<(u64, u64)>,
+    fanout: Vec<(u32, u64)>,
+}
+
+impl Lines {
+    /// Reads line `line` (its fields, comment removed), or says what is
+    /// wrong with it and what to write instead.
+    fn read(&mut self, line: usize, fields: &[&str]) -> Result<(), String> {
         match fields[0] {
-            "server" => servers.push(server(&fields).map_err(err)?),
+            "server" => self.servers.push(server(fields)?),
             "req_size_dist" => match fields[1..] {
-                [path] => dists.push((idx + 1, PathBuf::from(path))),
-                _ => return Err(err("write `req_size_dist FILE` (one CDF file path)".into())),
+                [path] => self.dists.push((line, PathBuf::from(path))),
+                _ => return Err("write `req_size_dist FILE` (one CDF file path)".into()),
             },
             "dscp" => {
-                let (v, w) = value_weight(&fields, "dscp 0 25").map_err(err)?;
+                let (v, w) = value_weight(fields, "dscp 0 25")?;
                 if v >= 64 {
-                    return Err(err(format!(
-                        "DSCP {v} is out of range: it is 6 bits (0..=63)"
-                    )));
+                    return Err(format!("DSCP {v} is out of range: it is 6 bits (0..=63)"));
                 }
-                dscp.push((v as u8, w));
+                self.dscp.push((v as u8, w));
             }
-            "rate" => rates.push(rate(&fields).map_err(err)?),
+            "rate" => self.rates.push(rate(fields)?),
             "fanout" => {
-                let (v, w) = value_weight(&fields, "fanout 8 20").map_err(err)?;
+                let (v, w) = value_weight(fields, "fanout 8 20")?;
                 if v == 0 {
-                    return Err(err("a fanout is at least 1".into()));
+                    return Err("a fanout is at least 1".into());
                 }
-                fanout.push((v, w));
+                self.fanout.push((v, w));
             }
-            "load" | "num_reqs" => {
-                return Err(err(format!(
-                    "`{}` is not a TrafficGenerator config key: TrafficGenerator takes {} on the \
-                     command line, and so does softswitch-tg client ({})",
-                    fields[0],
-                    if fields[0] == "load" {
-                        "the load as `-b MBPS`"
-                    } else {
-                        "the number of requests as `-n N`"
-                    },
-                    if fields[0] == "load" {
-                        "-b MBPS, or --load FRACTION --rate LINK"
-                    } else {
-                        "-n N, or --flows N"
-                    }
-                )))
-            }
+            key @ ("load" | "num_reqs") => return Err(command_line_only(key)),
             other => {
-                return Err(err(format!(
+                return Err(format!(
                     "unknown key `{other}`; a TrafficGenerator client config has {KEYS}"
-                )))
+                ))
             }
         }
+        Ok(())
     }
-    let whole = |reason: &str| TgConfError {
-        file: file.to_owned(),
-        line: 0,
-        text: String::new(),
-        reason: reason.to_owned(),
-    };
-    let req_size_dist = match dists.as_slice() {
-        [(_, p)] => p.clone(),
-        [] => {
-            return Err(whole(
-                "no `req_size_dist FILE` line (the flow-size CDF is required)",
-            ))
+
+    /// The file's settings, once every line is read: exactly one
+    /// `req_size_dist`, at least one server, the weighted mixes valid.
+    fn finish(self, file: &str) -> Result<TgClientFile, TgConfError> {
+        let whole = |reason: &str| TgConfError {
+            file: file.to_owned(),
+            line: 0,
+            text: String::new(),
+            reason: reason.to_owned(),
+        };
+        let req_size_dist = match self.dists.as_slice() {
+            [(_, p)] => p.clone(),
+            [] => {
+                return Err(whole(
+                    "no `req_size_dist FILE` line (the flow-size CDF is required)",
+                ))
+            }
+            [_, (line, p), ..] => {
+                return Err(TgConfError {
+                    line: *line,
+                    text: format!("req_size_dist {}", p.display()),
+                    ..whole("a second `req_size_dist` line: give exactly one")
+                })
+            }
+        };
+        if self.servers.is_empty() {
+            return Err(whole("no `server IP PORT` line (give at least one server)"));
         }
-        [_, (line, p), ..] => {
-            return Err(TgConfError {
-                line: *line,
-                text: format!("req_size_dist {}", p.display()),
-                ..whole("a second `req_size_dist` line: give exactly one")
-            })
-        }
-    };
-    if servers.is_empty() {
-        return Err(whole("no `server IP PORT` line (give at least one server)"));
+        let mix_err = |what: &str, e: String| whole(&format!("the `{what}` lines: {e}"));
+        Ok(TgClientFile {
+            servers: self.servers,
+            req_size_dist,
+            dscp: match self.dscp.is_empty() {
+                true => None,
+                false => Some(DscpMix::weighted(self.dscp).map_err(|e| mix_err("dscp", e))?),
+            },
+            rates: match self.rates.is_empty() {
+                true => None,
+                false => Some(FlowRateMix::weighted(self.rates).map_err(|e| mix_err("rate", e))?),
+            },
+            fanout: self.fanout,
+        })
     }
-    let mix_err = |what: &str, e: String| whole(&format!("the `{what}` lines: {e}"));
-    Ok(TgClientFile {
-        servers,
-        req_size_dist,
-        dscp: match dscp.is_empty() {
-            true => None,
-            false => Some(DscpMix::weighted(dscp).map_err(|e| mix_err("dscp", e))?),
-        },
-        rates: match rates.is_empty() {
-            true => None,
-            false => Some(FlowRateMix::weighted(rates).map_err(|e| mix_err("rate", e))?),
-        },
-        fanout,
-    })
+}
+
+/// Why `load` or `num_reqs` is refused: TrafficGenerator takes them on the
+/// command line, and so does `softswitch-tg client`.
+fn command_line_only(key: &str) -> String {
+    let (theirs, ours) = if key == "load" {
+        (
+            "the load as `-b MBPS`",
+            "-b MBPS, or --load FRACTION --rate LINK",
+        )
+    } else {
+        ("the number of requests as `-n N`", "-n N, or --flows N")
+    };
+    format!(
+        "`{key}` is not a TrafficGenerator config key: TrafficGenerator takes {theirs} on the \
+         command line, and so does softswitch-tg client ({ours})"
+    )
 }
 
 /// Reads and parses `path`.

@@ -24,6 +24,8 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod parse;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod test_frames;
 
 pub use ecn::{set_ce, set_ece, set_tcp_window, MarkOutcome};
 pub use ethernet::EthernetFrame;
