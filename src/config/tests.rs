@@ -547,3 +547,55 @@ fn dilation_from_flag_or_file_and_bad_values_say_what_d_is() {
     assert!(e.contains("dilation") && e.contains("outside"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// The shaper with the settings the command line gives it: a property of
+// the configuration's defaults (the shaper itself knows none of them).
+proptest::proptest! {
+    /// The port's default shaper (as `PortConfig::default()` and the
+    /// command line build it, busy/idle transitions included) never
+    /// leaves `rate + bucket`; with catch-up on, the frames it does not
+    /// count as excess never leave it either.
+    #[test]
+    fn default_settings_stay_within_rate_plus_bucket(
+        steps in proptest::collection::vec((0u64..60_000, 64u32..1515, proptest::bool::ANY), 1..300),
+        rate_mbit in 10u64..10_000,
+        catchup_us in proptest::option::of(1u64..2_000),
+    ) {
+        let d = crate::port::PortConfig::default();
+        let catchup = match catchup_us {
+            None => crate::units::parse_duration(crate::config::DEFAULT_CATCHUP).unwrap(),
+            Some(c) => c * crate::units::US,
+        };
+        let rate = Rate::mbit(rate_mbit);
+        let mut tb = crate::shaper::TokenBucket::new(rate, d.bucket_bytes, d.overhead_bytes, 0)
+            .with_catchup(catchup);
+        let mut now = 0u64;
+        let mut log: Vec<(u64, u64)> = Vec::new();
+        let mut excess_seen = 0u64;
+        for (dt, len, busy) in steps {
+            now += dt;
+            tb.set_busy(busy, now);
+            if tb.try_take(len, now) {
+                let e = tb.fidelity(now).excess_pkts;
+                if e == excess_seen {
+                    log.push((now, (len + d.overhead_bytes) as u64));
+                }
+                excess_seen = e;
+            }
+            tb.invariants();
+        }
+        if catchup_us.is_none() {
+            proptest::prop_assert_eq!(excess_seen, 0, "the default is the strict bucket");
+        }
+        for i in 0..log.len() {
+            let mut bytes = 0u64;
+            for j in i..log.len() {
+                bytes += log[j].1;
+                let window = log[j].0 - log[i].0;
+                let allowed = d.bucket_bytes as u128 + rate.bps() as u128 * window as u128 / 8_000_000_000;
+                proptest::prop_assert!(bytes as u128 <= allowed + 1,
+                    "{} wire bytes in {} ns > {}", bytes, window, allowed);
+            }
+        }
+    }
+}

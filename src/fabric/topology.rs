@@ -267,36 +267,13 @@ impl Reader<'_> {
     }
 
     fn read(&self, mut file: File) -> Result<FabricDesc, TopologyError> {
-        let subnet = match &file.subnet {
-            Some(s) => s
-                .get_ref()
-                .parse::<Ipv4Net>()
-                .map_err(|e| self.at(s, format!("subnet: {e}")))?,
-            None => DEFAULT_SUBNET.parse().map_err(TopologyError::Invalid)?,
-        };
+        let subnet = self.subnet(&file)?;
         let defaults = file.defaults.clone().unwrap_or_default();
-        if let Some(ls) = file.leaf_spine.take() {
-            if !file.switches.is_empty() || !file.links.is_empty() {
-                return Err(self.at(
-                    &ls,
-                    "[leaf_spine] builds the switches and links itself: \
-                     remove the [[switch]] / [[link]] tables, or the [leaf_spine] table",
-                ));
-            }
-            let (switches, links) = self.expand_leaf_spine(ls.get_ref(), &defaults)?;
-            file.switches = switches;
-            file.links = links;
-        }
-        if file.switches.is_empty() {
-            return Err(TopologyError::Invalid(
-                "no switches: add [[switch]] tables (name, hosts) and [[link]] tables, \
-                 or a [leaf_spine] table"
-                    .into(),
-            ));
-        }
+        self.expand_shorthand(&mut file, &defaults)?;
         let mut names: HashMap<String, usize> = HashMap::new();
         let mut switches = Vec::with_capacity(file.switches.len());
-        let mut host_switch: BTreeMap<usize, (usize, usize)> = BTreeMap::new(); // index → (switch, line)
+        // host index → (switch, line)
+        let mut host_switch: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
         for (i, s) in file.switches.iter().enumerate() {
             let name = s.name.get_ref().trim().to_string();
             check_name(&name).map_err(|e| self.at(&s.name, e))?;
@@ -310,34 +287,7 @@ impl Reader<'_> {
                 ));
             }
             names.insert(name.clone(), i);
-            let mut indices = Vec::new();
-            for h in &s.hosts {
-                for idx in parse_hosts(h.get_ref()).map_err(|e| self.at(h, e))? {
-                    if subnet.host(idx).is_none() {
-                        return Err(self.at(
-                            h,
-                            format!(
-                                "host h{idx} has no address in subnet {subnet} (it holds {} hosts): \
-                                 use a larger subnet",
-                                subnet.host_capacity()
-                            ),
-                        ));
-                    }
-                    if let Some(&(other, line)) = host_switch.get(&idx) {
-                        let on = &file.switches[other].name;
-                        return Err(self.at(
-                            h,
-                            format!(
-                                "host h{idx} is on two switches: `{}` (line {line}) and `{name}`; \
-                                 a host has one link",
-                                on.get_ref()
-                            ),
-                        ));
-                    }
-                    host_switch.insert(idx, (i, self.line(h.span())));
-                    indices.push(idx);
-                }
-            }
+            let indices = self.switch_hosts(&file, i, &name, subnet, &mut host_switch)?;
             let mut prefixes = Vec::new();
             for p in &s.prefixes {
                 prefixes.push(
@@ -354,31 +304,7 @@ impl Reader<'_> {
                 host_port: self.port(&port)?,
             });
         }
-        if host_switch.is_empty() {
-            return Err(TopologyError::Invalid(
-                "no hosts: give at least one switch `hosts = [\"h1\", ...]`".into(),
-            ));
-        }
-        let hosts: Vec<HostDesc> = host_switch
-            .iter()
-            .map(|(&idx, &(sw, _))| HostDesc {
-                name: format!("h{idx}"),
-                index: idx,
-                mac: MacAddr(host_mac(idx)),
-                ip: subnet.host(idx).expect("checked above"),
-                switch: sw,
-            })
-            .collect();
-        let position: HashMap<usize, usize> = hosts
-            .iter()
-            .enumerate()
-            .map(|(p, h)| (h.index, p))
-            .collect();
-        for s in &mut switches {
-            for h in &mut s.hosts {
-                *h = position[h];
-            }
-        }
+        let hosts = hosts_in_order(&host_switch, subnet, &mut switches)?;
         let links = self.links(&file, &names, &defaults)?;
         let desc = FabricDesc {
             subnet,
@@ -390,6 +316,83 @@ impl Reader<'_> {
         check_prefixes(&desc)?;
         check_connected(&desc)?;
         Ok(desc)
+    }
+
+    /// The hosts' subnet: the file's, or the default.
+    fn subnet(&self, file: &File) -> Result<Ipv4Net, TopologyError> {
+        match &file.subnet {
+            Some(s) => s
+                .get_ref()
+                .parse::<Ipv4Net>()
+                .map_err(|e| self.at(s, format!("subnet: {e}"))),
+            None => DEFAULT_SUBNET.parse().map_err(TopologyError::Invalid),
+        }
+    }
+
+    /// Replaces a `[leaf_spine]` table by the switches and links it stands
+    /// for; refuses a file with neither.
+    fn expand_shorthand(&self, file: &mut File, defaults: &RawPort) -> Result<(), TopologyError> {
+        if let Some(ls) = file.leaf_spine.take() {
+            if !file.switches.is_empty() || !file.links.is_empty() {
+                return Err(self.at(
+                    &ls,
+                    "[leaf_spine] builds the switches and links itself: \
+                     remove the [[switch]] / [[link]] tables, or the [leaf_spine] table",
+                ));
+            }
+            let (switches, links) = self.expand_leaf_spine(ls.get_ref(), defaults)?;
+            file.switches = switches;
+            file.links = links;
+        }
+        if file.switches.is_empty() {
+            return Err(TopologyError::Invalid(
+                "no switches: add [[switch]] tables (name, hosts) and [[link]] tables, \
+                 or a [leaf_spine] table"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The host indices of switch `i` (`name`), each checked to have an
+    /// address in `subnet` and no other switch; noted in `host_switch`.
+    fn switch_hosts(
+        &self,
+        file: &File,
+        i: usize,
+        name: &str,
+        subnet: Ipv4Net,
+        host_switch: &mut BTreeMap<usize, (usize, usize)>,
+    ) -> Result<Vec<usize>, TopologyError> {
+        let mut indices = Vec::new();
+        for h in &file.switches[i].hosts {
+            for idx in parse_hosts(h.get_ref()).map_err(|e| self.at(h, e))? {
+                if subnet.host(idx).is_none() {
+                    return Err(self.at(
+                        h,
+                        format!(
+                            "host h{idx} has no address in subnet {subnet} (it holds {} hosts): \
+                             use a larger subnet",
+                            subnet.host_capacity()
+                        ),
+                    ));
+                }
+                if let Some(&(other, line)) = host_switch.get(&idx) {
+                    let on = &file.switches[other].name;
+                    return Err(self.at(
+                        h,
+                        format!(
+                            "host h{idx} is on two switches: `{}` (line {line}) and `{name}`; \
+                             a host has one link",
+                            on.get_ref()
+                        ),
+                    ));
+                }
+                host_switch.insert(idx, (i, self.line(h.span())));
+                indices.push(idx);
+            }
+        }
+        Ok(indices)
     }
 
     fn links(
@@ -636,6 +639,41 @@ fn parse_hosts(s: &str) -> Result<Vec<usize>, String> {
         }
         None => Ok(vec![one(s)?]),
     }
+}
+
+/// The hosts in index order, each on its switch; the switches' host
+/// lists turned from indices into positions in that order.
+fn hosts_in_order(
+    host_switch: &BTreeMap<usize, (usize, usize)>,
+    subnet: Ipv4Net,
+    switches: &mut [SwitchDesc],
+) -> Result<Vec<HostDesc>, TopologyError> {
+    if host_switch.is_empty() {
+        return Err(TopologyError::Invalid(
+            "no hosts: give at least one switch `hosts = [\"h1\", ...]`".into(),
+        ));
+    }
+    let hosts: Vec<HostDesc> = host_switch
+        .iter()
+        .map(|(&idx, &(sw, _))| HostDesc {
+            name: format!("h{idx}"),
+            index: idx,
+            mac: MacAddr(host_mac(idx)),
+            ip: subnet.host(idx).expect("checked when read"),
+            switch: sw,
+        })
+        .collect();
+    let position: HashMap<usize, usize> = hosts
+        .iter()
+        .enumerate()
+        .map(|(p, h)| (h.index, p))
+        .collect();
+    for s in switches {
+        for h in &mut s.hosts {
+            *h = position[h];
+        }
+    }
+    Ok(hosts)
 }
 
 /// Prefixes of different switches may not overlap, and a host may not sit
