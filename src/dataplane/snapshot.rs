@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::aqm::AqmKind;
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, FabricReport};
 use crate::fidelity::{self, LoopStalls, PassIntervals, Thresholds};
 use crate::ingress::IngressCounters;
 use crate::port::{PortCounters, SojournSummary};
@@ -45,7 +45,7 @@ pub struct Snapshot {
     /// A fabric's links whose two ends disagree.
     link_failures: Vec<String>,
     /// A fabric's routes and links ([`Fabric::report`]).
-    fabric: Option<serde_json::Value>,
+    fabric: Option<FabricReport>,
 }
 
 /// One port's part of a [`Snapshot`].
@@ -120,6 +120,30 @@ impl PortSnapshot {
 }
 
 impl Snapshot {
+    /// A snapshot of `ports` and their `conservation` at core time `now`,
+    /// judged against `guard`; the rest is added by the callers.
+    fn new(
+        names: &Arc<[String]>,
+        now: Nanos,
+        guard: &Thresholds,
+        ports: Vec<PortSnapshot>,
+        conservation: Conservation,
+    ) -> Snapshot {
+        Snapshot {
+            names: names.clone(),
+            guard: *guard,
+            now,
+            dilation: Dilation::NONE,
+            real_elapsed_ns: None,
+            mac_entries: None,
+            ports,
+            passes: None,
+            conservation,
+            link_failures: Vec::new(),
+            fabric: None,
+        }
+    }
+
     /// Copies the switch's counters at core time `now`, to be judged
     /// against `guard`.
     pub fn take(
@@ -129,22 +153,14 @@ impl Snapshot {
         guard: &Thresholds,
     ) -> Snapshot {
         let flows_with_scale = sw.window_scales().map_or(0, |s| s.len());
+        let ports = sw
+            .ports()
+            .iter()
+            .map(|p| PortSnapshot::take(p, now, flows_with_scale))
+            .collect();
         Snapshot {
-            names: names.clone(),
-            guard: *guard,
-            now,
-            dilation: Dilation::NONE,
-            real_elapsed_ns: None,
             mac_entries: Some(sw.bridge().entries()),
-            ports: sw
-                .ports()
-                .iter()
-                .map(|p| PortSnapshot::take(p, now, flows_with_scale))
-                .collect(),
-            passes: None,
-            conservation: sw.conservation(),
-            link_failures: Vec::new(),
-            fabric: None,
+            ..Snapshot::new(names, now, guard, ports, sw.conservation())
         }
     }
 
@@ -174,21 +190,14 @@ impl Snapshot {
             switch,
             holds: c.switches.iter().all(|s| s.holds),
         };
+        let ports = order
+            .iter()
+            .map(|&(s, p)| PortSnapshot::take(&sw[s].ports()[p as usize], now, 0))
+            .collect();
         Snapshot {
-            names: names.clone(),
-            guard: *guard,
-            now,
-            dilation: Dilation::NONE,
-            real_elapsed_ns: None,
-            mac_entries: None,
-            ports: order
-                .iter()
-                .map(|&(s, p)| PortSnapshot::take(&sw[s].ports()[p as usize], now, 0))
-                .collect(),
-            passes: None,
-            conservation,
             link_failures: c.link_failures,
             fabric: Some(f.report()),
+            ..Snapshot::new(names, now, guard, ports, conservation)
         }
     }
 
@@ -229,7 +238,7 @@ impl Snapshot {
             v["mac_entries"] = json!(m);
         }
         if let Some(f) = &self.fabric {
-            v["fabric"] = f.clone();
+            v["fabric"] = json!(f);
         }
         if !self.dilation.is_none() {
             v["dilation"] = json!(self.dilation);

@@ -1,6 +1,6 @@
 //! Fabrics: several switches and the links between them as one
 //! deterministic machine — frames in at host ports, time as an argument,
-//! frames out at host ports. No sockets, no clock (SPEC §6).
+//! frames out at host ports. No sockets, no clock (as every algorithm here).
 //!
 //! ```text
 //!  host h1 ─▶ leaf1 ─┬─ leaf1:spine1 ─▶ spine1 ─ spine1:leaf2 ─┬─▶ leaf2 ─▶ host h3
@@ -35,6 +35,8 @@ pub use build::aqm_ports;
 pub use layout::{Layout, PortRole};
 pub use routes::{Dest, Group, RouteCounters, Routes};
 pub use topology::{FabricDesc, HostDesc, LinkDesc, PortDesc, SwitchDesc, TopologyError};
+
+use serde::Serialize;
 
 use crate::aqm::Aqm;
 use crate::packet::{FrameId, FrameStore, Packet};
@@ -72,6 +74,45 @@ pub struct LinkView<'f, A: Aqm> {
     pub name: String,
     /// The egress port (queues, AQM, shaper, delay line and their counters).
     pub port: &'f SwitchPort<A>,
+}
+
+/// A fabric's routes and links at one instant ([`Fabric::report`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FabricReport {
+    /// Every switch's forwarding decisions, in the topology's order.
+    pub switches: Vec<SwitchRoutes>,
+    /// Every link direction, in [`Fabric::links`]' order.
+    pub links: Vec<LinkReport>,
+}
+
+/// One switch's part of a [`FabricReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SwitchRoutes {
+    /// `leaf1`.
+    pub name: String,
+    /// What its route table decided.
+    pub routes: RouteCounters,
+    /// Its ECMP groups with per-next-hop packets, bytes and flows.
+    pub next_hops: Vec<Group>,
+}
+
+/// One link direction's part of a [`FabricReport`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// `leaf1:spine2`.
+    pub name: String,
+    /// Packets sent on it.
+    pub tx_packets: u64,
+    /// Frame bytes sent on it.
+    pub tx_bytes: u64,
+    /// Packets its AQM CE-marked.
+    pub marked_packets: u64,
+    /// Packets its port dropped.
+    pub dropped_packets: u64,
+    /// Bytes queued at its egress port now.
+    pub backlog_bytes: u64,
+    /// Packets in flight on it (its delay line) now.
+    pub on_wire_packets: usize,
 }
 
 /// Several switches joined by in-memory links, stepped with one `now`.
@@ -248,36 +289,36 @@ impl<A: Aqm> Fabric<A> {
 
     /// What every switch decided and what every link carried, queued, marked
     /// and dropped, by name — the per-hop answer to "where did it queue".
-    pub fn report(&self) -> serde_json::Value {
-        let switches: Vec<_> = self
+    /// Plain values (the data path copies them every 100 ms); whoever
+    /// reads the report serialises it.
+    pub fn report(&self) -> FabricReport {
+        let switches = self
             .desc
             .switches
             .iter()
             .zip(&self.switches)
-            .map(|(d, s)| {
-                serde_json::json!({
-                    "name": d.name,
-                    "routes": s.forwarder().counters(),
-                    "next_hops": s.forwarder().groups(),
-                })
+            .map(|(d, s)| SwitchRoutes {
+                name: d.name.clone(),
+                routes: *s.forwarder().counters(),
+                next_hops: s.forwarder().groups().to_vec(),
             })
             .collect();
-        let links: Vec<_> = self
+        let links = self
             .links()
             .map(|l| {
                 let c = &l.port.egress.counters().port;
-                serde_json::json!({
-                    "name": l.name,
-                    "tx_packets": l.port.io.tx_packets,
-                    "tx_bytes": l.port.io.tx_bytes,
-                    "marked_packets": c.marked.total().pkts,
-                    "dropped_packets": c.dropped.total().pkts,
-                    "backlog_bytes": l.port.egress.backlog_bytes(),
-                    "on_wire_packets": l.port.wire.len(),
-                })
+                LinkReport {
+                    tx_packets: l.port.io.tx_packets,
+                    tx_bytes: l.port.io.tx_bytes,
+                    marked_packets: c.marked.total().pkts,
+                    dropped_packets: c.dropped.total().pkts,
+                    backlog_bytes: l.port.egress.backlog_bytes(),
+                    on_wire_packets: l.port.wire.len(),
+                    name: l.name,
+                }
             })
             .collect();
-        serde_json::json!({ "switches": switches, "links": links })
+        FabricReport { switches, links }
     }
 
     /// Frames given to [`ingress`](Self::ingress) for a host number the

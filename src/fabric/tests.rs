@@ -708,7 +708,7 @@ fn a_congested_spine_port_marks_above_dctcp_k() {
     let ce = got.iter().filter(|(_, b)| b[15] & 3 == 3).count() as u64;
     assert_eq!(ce, spine_marks, "every mark reached h3 as CE");
     // The report names the hop that marked, and the path each flow took.
-    let r = f.report();
+    let r = serde_json::to_value(f.report()).unwrap();
     let link = |name: &str| {
         r["links"]
             .as_array()

@@ -26,7 +26,7 @@
 //! ba = { aqm = "tcn" }      # ... and spine1 → leaf1 only
 //! ```
 //!
-//! Shorthand, PRED's large-scale setup (pred.txt §VI-C: 8 spines, 8 leaves,
+//! Shorthand, PRED's large-scale setup (PRED paper §VI-C: 8 spines, 8 leaves,
 //! 16 hosts per leaf, 10 Gbit/s everywhere, 10 µs per link):
 //!
 //! ```toml
