@@ -16,7 +16,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{
@@ -25,22 +24,21 @@ use common::{
 };
 
 /// A topology file in the temporary directory, removed when dropped.
-struct TopoFile(PathBuf);
+struct TopoFile(tempfile::NamedTempFile);
 
 impl TopoFile {
     fn new(prefix: &str, text: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("softswitch-{prefix}-fabric.toml"));
-        std::fs::write(&p, text).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
-        TopoFile(p)
+        let mut f = tempfile::Builder::new()
+            .prefix(&format!("softswitch-{prefix}-fabric-"))
+            .suffix(".toml")
+            .tempfile()
+            .unwrap_or_else(|e| panic!("a temporary topology file: {e}"));
+        std::io::Write::write_all(&mut f, text.as_bytes())
+            .unwrap_or_else(|e| panic!("writing {}: {e}", f.path().display()));
+        TopoFile(f)
     }
     fn arg(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for TopoFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        self.0.path().display().to_string()
     }
 }
 

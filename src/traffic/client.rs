@@ -32,7 +32,7 @@ use super::rates::FlowRateMix;
 use super::record::FlowRecord;
 use super::sock;
 use super::summary::FctSummary;
-use super::TgError;
+use super::{RunClock, TgError};
 use crate::rng::SimRng;
 use crate::timebase::Dilation;
 use crate::units::Rate;
@@ -245,9 +245,7 @@ impl Pool {
 struct Run<'a> {
     cfg: &'a ClientConfig,
     plan: &'a [PlannedFlow],
-    dil: Dilation,
-    t0: Instant,
-    deadline: Instant,
+    clock: RunClock,
     failures: Vec<FlowFailure>,
     /// Flows handed to a connection (each reported exactly once).
     started: usize,
@@ -268,14 +266,10 @@ struct Received {
 
 impl<'a> Run<'a> {
     fn new(cfg: &'a ClientConfig, plan: &'a [PlannedFlow]) -> Self {
-        let dil = cfg.dilation;
-        let t0 = Instant::now();
         Run {
             cfg,
             plan,
-            dil,
-            t0,
-            deadline: t0 + dil.to_real(cfg.timeout),
+            clock: RunClock::start(cfg.dilation, cfg.timeout),
             failures: Vec::new(),
             started: 0,
             arrivals: 0,
@@ -296,10 +290,10 @@ impl<'a> Run<'a> {
     /// Sleeps until each arrival (absolute times: `t0 + Σ gaps`, D times
     /// the emulated gaps) and starts its flow, until the deadline.
     fn send_schedule(&mut self, pools: &mut [Pool], out_tx: &Sender<Outcome>) {
-        let mut due = self.t0;
+        let mut due = self.clock.t0;
         for f in self.plan {
-            due += self.dil.to_real(Duration::from_nanos(f.gap_ns));
-            if due >= self.deadline {
+            due += self.clock.dil.to_real(Duration::from_nanos(f.gap_ns));
+            if due >= self.clock.deadline {
                 self.timed_out = true;
                 break;
             }
@@ -308,6 +302,7 @@ impl<'a> Run<'a> {
                 thread::sleep(due - now);
             }
             let late_us = self
+                .clock
                 .dil
                 .emulated_us(Instant::now().saturating_duration_since(due));
             self.arrivals += 1;
@@ -325,7 +320,7 @@ impl<'a> Run<'a> {
                 id: f.id,
                 size: f.size,
                 dscp: f.dscp,
-                rate_bps: self.dil.wire_bps(f.rate_bps),
+                rate_bps: self.clock.dil.wire_bps(f.rate_bps),
             });
             if handed_over {
                 self.started += 1;
@@ -341,16 +336,16 @@ impl<'a> Run<'a> {
         let mut got = Received {
             flows: Vec::with_capacity(self.started),
             reported: vec![false; self.plan.len() + 1],
-            last_end: self.t0,
+            last_end: self.clock.t0,
         };
         let mut outcomes = 0usize;
         while outcomes < self.started {
             let now = Instant::now();
-            if now >= self.deadline {
+            if now >= self.clock.deadline {
                 self.timed_out = true;
                 break;
             }
-            match out_rx.recv_timeout(self.deadline - now) {
+            match out_rx.recv_timeout(self.clock.deadline - now) {
                 Ok(Outcome::Done {
                     server,
                     req,
@@ -364,10 +359,12 @@ impl<'a> Run<'a> {
                         req.id,
                         server,
                         req.size,
-                        self.dil.emulated_us(end.duration_since(start)),
+                        self.clock.dil.emulated_us(end.duration_since(start)),
                         req.dscp,
                         self.plan[req.id as usize - 1].rate_bps,
-                        self.dil.emulated_us(start.duration_since(self.t0)),
+                        self.clock
+                            .dil
+                            .emulated_us(start.duration_since(self.clock.t0)),
                     ));
                 }
                 Ok(Outcome::Failed { server, id, reason }) => {
@@ -436,7 +433,10 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
     let mut failures = run.failures;
     flows.sort_by_key(|r| r.id);
     failures.sort_by_key(|f| f.id);
-    let wall_us = run.dil.emulated_us(last_end.duration_since(run.t0));
+    let wall_us = run
+        .clock
+        .dil
+        .emulated_us(last_end.duration_since(run.clock.t0));
     let summary = FctSummary::from_records(&flows, wall_us);
     Ok(ClientReport {
         flows,

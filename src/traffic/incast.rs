@@ -28,7 +28,7 @@ use super::proto::Request;
 use super::record::{goodput_mbps, FlowRecord, QueryRecord};
 use super::sock;
 use super::summary::{fct_stats, FctStats, FctSummary};
-use super::TgError;
+use super::{RunClock, TgError};
 use crate::timebase::Dilation;
 
 /// What to run.
@@ -166,9 +166,7 @@ fn open_all(
 struct Incast<'a> {
     cfg: &'a IncastConfig,
     fanout: usize,
-    dil: Dilation,
-    t0: Instant,
-    deadline: Instant,
+    clock: RunClock,
     conns: Vec<Conn>,
     out_tx: Sender<Outcome>,
     out_rx: Receiver<Outcome>,
@@ -185,14 +183,10 @@ impl<'a> Incast<'a> {
         out_rx: Receiver<Outcome>,
     ) -> Self {
         let fanout = cfg.servers.len();
-        let dil = cfg.dilation;
-        let t0 = Instant::now();
         Incast {
             cfg,
             fanout,
-            dil,
-            t0,
-            deadline: t0 + dil.to_real(cfg.timeout),
+            clock: RunClock::start(cfg.dilation, cfg.timeout),
             conns,
             out_tx,
             out_rx,
@@ -205,7 +199,7 @@ impl<'a> Incast<'a> {
     /// Every query in turn; the first failure stops the run, as the text
     /// of the report's `error`.
     fn run_queries(&mut self) -> Result<(), String> {
-        let mut next_start = self.t0;
+        let mut next_start = self.clock.t0;
         for q in 0..self.cfg.queries {
             if self.cfg.fresh && q > 0 {
                 open_all(self.cfg, &mut self.conns, &self.out_tx).map_err(|e| e.to_string())?;
@@ -219,7 +213,7 @@ impl<'a> Incast<'a> {
             self.start_flows(q)?;
             let (q_flows, q_end) = self.collect(q_start)?;
             self.record(q, q_start, q_end, q_flows);
-            next_start = (q_start + self.dil.to_real(self.cfg.interval)).max(Instant::now());
+            next_start = (q_start + self.clock.dil.to_real(self.cfg.interval)).max(Instant::now());
         }
         Ok(())
     }
@@ -233,7 +227,7 @@ impl<'a> Incast<'a> {
                 id,
                 size: self.cfg.size,
                 dscp: self.cfg.dscp,
-                rate_bps: self.dil.wire_bps(self.cfg.flow_rate_bps),
+                rate_bps: self.clock.dil.wire_bps(self.cfg.flow_rate_bps),
             });
             if !handed_over {
                 return Err(TgError::Flow {
@@ -254,7 +248,7 @@ impl<'a> Incast<'a> {
         let mut q_flows = Vec::with_capacity(self.fanout);
         while q_flows.len() < self.fanout {
             let now = Instant::now();
-            let wait = self.deadline.saturating_duration_since(now);
+            let wait = self.clock.deadline.saturating_duration_since(now);
             match self.out_rx.recv_timeout(wait) {
                 Ok(Outcome::Done {
                     server,
@@ -267,10 +261,12 @@ impl<'a> Incast<'a> {
                         req.id,
                         server,
                         req.size,
-                        self.dil.emulated_us(end.duration_since(start)),
+                        self.clock.dil.emulated_us(end.duration_since(start)),
                         req.dscp,
                         self.cfg.flow_rate_bps,
-                        self.dil.emulated_us(start.duration_since(self.t0)),
+                        self.clock
+                            .dil
+                            .emulated_us(start.duration_since(self.clock.t0)),
                     ));
                 }
                 Ok(Outcome::Failed { server, id, reason }) => {
@@ -297,7 +293,7 @@ impl<'a> Incast<'a> {
 
     /// Records query `q` and its flows.
     fn record(&mut self, q: u32, q_start: Instant, q_end: Instant, mut q_flows: Vec<FlowRecord>) {
-        let qct_us = self.dil.emulated_us(q_end.duration_since(q_start));
+        let qct_us = self.clock.dil.emulated_us(q_end.duration_since(q_start));
         let total = self.cfg.size * self.fanout as u64;
         self.queries.push(QueryRecord {
             query: q,
@@ -307,7 +303,10 @@ impl<'a> Incast<'a> {
             rate_mbps: self.cfg.flow_rate_bps as f64 / 1e6,
             goodput_mbps: goodput_mbps(total, qct_us),
             fanout: self.fanout,
-            start_us: self.dil.emulated_us(q_start.duration_since(self.t0)),
+            start_us: self
+                .clock
+                .dil
+                .emulated_us(q_start.duration_since(self.clock.t0)),
         });
         q_flows.sort_by_key(|r| r.id);
         self.flows.extend(q_flows);

@@ -69,6 +69,33 @@ mod loopback_tests;
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::timebase::Dilation;
+
+/// A client run's clock: when it started and when it gives up, in real
+/// time, and the dilation that turns real intervals into emulated ones.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunClock {
+    /// Time dilation D.
+    pub dil: Dilation,
+    /// The run's start.
+    pub t0: Instant,
+    /// The run's start plus its timeout (emulated, so D times longer).
+    pub deadline: Instant,
+}
+
+impl RunClock {
+    /// Starts now, giving up after `timeout` of emulated time.
+    pub fn start(dil: Dilation, timeout: Duration) -> Self {
+        let t0 = Instant::now();
+        RunClock {
+            dil,
+            t0,
+            deadline: t0 + dil.to_real(timeout),
+        }
+    }
+}
 
 /// What stops a traffic-generator run, phrased for the person running it.
 #[derive(Debug, thiserror::Error)]
