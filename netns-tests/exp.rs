@@ -3,7 +3,8 @@
 //! run whose statistics tell identical configurations from clearly
 //! different ones (and whose summary `softswitch-exp report` rebuilds byte
 //! for byte), and runs that fail (nobody listening, switch killed mid-run,
-//! Ctrl-C) leaving no namespace or process behind. Skipped unless root.
+//! Ctrl-C) leaving no namespace or process behind, and a leaf-spine run
+//! whose results name the hop that marked. Skipped unless root.
 //! About a minute and a half in all (release build).
 
 mod common;
@@ -374,6 +375,83 @@ fn repeats_tell_noise_from_a_difference_and_report_rebuilds_them() {
         .find(|p| p["aqm"] == "dctcp@k200")
         .unwrap();
     assert_eq!(k200["vs_baseline"]["sojourn.p50_us"]["verdict"], "higher");
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
+/// Two leaves under one spine, two hosts each; the 100 Mbit/s uplinks are
+/// the bottleneck of two long flows from leaf1's hosts to leaf2's.
+const LEAF_SPINE: &str = r#"
+    [topology]
+    hosts = 4
+    [switch]
+    aqm = ["dctcp"]
+    rate = "200mbit"
+    [traffic]
+    kind = "static"
+    duration = "2s"
+    flows = [{ server = 1, client = 3 }, { server = 2, client = 4 }]
+    [fabric]
+    subnet = "10.97.0.0/24"
+    [fabric.leaf_spine]
+    leaves = 2
+    spines = 1
+    hosts_per_leaf = 2
+    host_rate = "200mbit"
+    fabric_rate = "100mbit"
+    delay = "5us"
+"#;
+
+#[test]
+fn a_leaf_spine_run_says_which_hop_marked() {
+    if skip_unless_root("a_leaf_spine_run_says_which_hop_marked") {
+        return;
+    }
+    let _g = serial();
+    let (opts, prefix) = options("fabric");
+    let report = exp::run(&scenario(LEAF_SPINE), "fabric-test", &opts).expect("run succeeds");
+    assert!(
+        opts.out.join("fabric.toml").exists(),
+        "the topology the switch ran"
+    );
+    let dir = opts.out.join("dctcp-r0");
+    let result = read_json(&dir.join("result.json"));
+    let hops = result["hops"].as_array().expect("per-hop results");
+    // 4 host ports and both directions of 2 links, named as the fabric names them.
+    assert_eq!(hops.len(), 8, "{hops:?}");
+    let hop = |name: &str| {
+        hops.iter()
+            .find(|h| h["name"] == name)
+            .unwrap_or_else(|| panic!("no hop {name} in {hops:?}"))
+    };
+    let bottleneck = hop("leaf1:spine1");
+    assert!(bottleneck["marked_pkts"].as_u64().unwrap() > 0, "{hops:?}");
+    for h in hops.iter().filter(|h| h["name"] != "leaf1:spine1") {
+        // Every other hop is fed at most at its own rate: no queue to mark.
+        assert_eq!(h["marked_pkts"], 0, "{h}");
+    }
+    assert_eq!(
+        result["switch_ports"][4], "leaf1:spine1",
+        "{}",
+        result["switch_ports"]
+    );
+    // The summary carries the hop's numbers and the console names it.
+    let summary = read_json(&opts.out.join("summary.json"));
+    let values = &summary["repeats"][0]["values"];
+    assert!(
+        values["hop.leaf1:spine1.marks"].as_f64().unwrap() > 0.0,
+        "{values}"
+    );
+    if summary["points"][0]["repeats_faithful"] == 1 {
+        assert!(
+            report
+                .console
+                .iter()
+                .any(|l| l.contains("CE marks at leaf1:spine1")),
+            "{:#?}",
+            report.console
+        );
+    }
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
     std::fs::remove_dir_all(&opts.out).unwrap();
 }
 

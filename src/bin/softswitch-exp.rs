@@ -367,6 +367,19 @@ fn check(scenario: &Path) -> Result<ExitCode, ExitCode> {
         sc.name_or(scenario),
         combos.len()
     );
+    // Validated by `load`: a fabric reads.
+    if let Ok(Some(f)) = sc.fabric_desc() {
+        let names: Vec<&str> = f.switches.iter().map(|s| s.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "  fabric: {} switches ({}), {} links, {} hosts in {}",
+            names.len(),
+            names.join(", "),
+            f.links.len(),
+            f.hosts.len(),
+            f.subnet
+        );
+    }
     for c in combos {
         if writeln!(out, "  {:>3}  {}", c.index, c.dir).is_err() {
             break;

@@ -3,7 +3,6 @@
 //! out at the data path's port numbers (the hosts), the counters' port
 //! names and the time series' numbering; and the configuration's errors.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -29,29 +28,21 @@ fabric_rate = "100mbit"
 delay = "10us"
 "#;
 
-/// A topology file, removed when dropped.
-struct TopoFile(PathBuf);
+/// A topology file in the temporary directory, removed when dropped.
+struct TopoFile(tempfile::NamedTempFile);
 
 impl TopoFile {
     fn new(text: &str) -> Self {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "softswitch-fabric-test-{}-{}.toml",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&p, text).unwrap();
-        TopoFile(p)
+        let mut f = tempfile::Builder::new()
+            .prefix("softswitch-fabric-test-")
+            .suffix(".toml")
+            .tempfile()
+            .unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        TopoFile(f)
     }
     fn arg(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for TopoFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        self.0.path().display().to_string()
     }
 }
 
@@ -225,6 +216,16 @@ fn a_congested_link_marks_and_the_counters_name_it() {
         )),
         "{text}"
     );
+    // softswitch-exp's per-hop results read the same hop from the snapshot,
+    // with every mark the receiver saw as CE.
+    let hops = crate::exp::results::HopResult::from_snapshot(&j);
+    assert_eq!(hops.len(), names.len());
+    let marking: Vec<_> = hops.iter().filter(|h| h.marked_pkts > 0).collect();
+    assert_eq!(marking.len(), 1, "{hops:?}");
+    assert_eq!(marking[0].name, marked[0]);
+    assert_eq!(marking[0].marked_pkts, ce as u64);
+    assert_eq!(marking[0].tx_pkts, 60);
+    assert!(marking[0].max_backlog_bytes > 30_000, "{hops:?}");
 }
 
 #[test]

@@ -65,6 +65,46 @@ impl SwitchTotals {
     }
 }
 
+/// One egress port of the switch or fabric over one run, from its exit
+/// JSON: which hop queued, marked and dropped.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct HopResult {
+    /// The port's name: an interface, or a fabric's `leaf1:spine2`.
+    pub name: String,
+    /// Packets it sent.
+    pub tx_pkts: u64,
+    /// Packets it CE-marked.
+    pub marked_pkts: u64,
+    /// Packets it dropped.
+    pub dropped_pkts: u64,
+    /// Its largest backlog, bytes.
+    pub max_backlog_bytes: u64,
+    /// 99th percentile sojourn time, µs (0: it sent nothing).
+    pub sojourn_p99_us: f64,
+}
+
+impl HopResult {
+    /// Every port of a switch snapshot, in its order.
+    pub fn from_snapshot(v: &serde_json::Value) -> Vec<Self> {
+        v["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let port = &p["egress"]["port"];
+                HopResult {
+                    name: p["name"].as_str().unwrap_or_default().to_owned(),
+                    tx_pkts: p["io"]["tx_packets"].as_u64().unwrap_or(0),
+                    marked_pkts: sum_pkts(&port["marked"]),
+                    dropped_pkts: sum_pkts(&port["dropped"]),
+                    max_backlog_bytes: port["max_backlog_bytes"].as_u64().unwrap_or(0),
+                    sojourn_p99_us: port["sojourn"]["p99_us"].as_f64().unwrap_or(0.0),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Host TCP counters (`nstat`), summed over hosts, after − before.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct HostTotals {
@@ -319,6 +359,10 @@ pub struct ComboResult {
     pub sojourn: Option<SojournResult>,
     /// The ping probe's RTTs, when the scenario has one.
     pub ping: Option<PingStats>,
+    /// Per hop (every egress port) of a fabric run: marks, drops, queue.
+    /// Empty for one switch, whose busiest port the fields above describe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<HopResult>,
 }
 
 /// A combination's result as stored in a results directory, with the

@@ -319,6 +319,10 @@ fn run_inner(
     };
     let topo = topo::up(&cfg).context("building the host namespaces")?;
     check_stop(&opts.stop)?;
+    if let Some(text) = sc.fabric_text()? {
+        let path = fabric_file(&opts.out);
+        fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
     let mut manifest = manifest(sc, name, opts, prefix, &topo, &combos, &started);
     write_json(&opts.out.join("manifest.json"), &manifest)?;
     let servers = start_servers(sc, opts, &topo)?;
@@ -344,9 +348,13 @@ fn run_inner(
 
 /// The hosts' settings from `[topology]`.
 fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
+    let defaults = TopoConfig::default();
+    // A fabric's hosts live in its subnet (their addresses are what it routes).
+    let subnet = sc.fabric_desc()?.map_or(defaults.subnet, |f| f.subnet);
     Ok(TopoConfig {
         prefix: prefix.into(),
         hosts: sc.topology.hosts,
+        subnet,
         rto_min: sc
             .topology
             .rto_min
@@ -364,7 +372,7 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
             .map(|c| c.parse::<CongestionControl>().unwrap_or_default())
             .unwrap_or_default(),
         dilation: sc.dilation(),
-        ..TopoConfig::default()
+        ..defaults
     })
 }
 
@@ -535,14 +543,41 @@ fn whole_real_seconds(d: Dilation, emulated: Duration) -> u64 {
     d.to_real(emulated).as_secs_f64().ceil().max(1.0) as u64
 }
 
-/// The switch's command line for one AQM.
-pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> Vec<String> {
+/// Where a run writes its scenario's `[fabric]` as a topology file (the
+/// switch's `--topology`).
+pub fn fabric_file(out: &Path) -> PathBuf {
+    out.join("fabric.toml")
+}
+
+/// The switch's command line for one AQM; `out` is the run's directory
+/// (where [`fabric_file`] is).
+pub fn switch_args(
+    sc: &Scenario,
+    topo: &Topology,
+    aqm: &str,
+    socket: &Path,
+    out: &Path,
+) -> Vec<String> {
     let sw = &sc.switch;
-    let mut a: Vec<String> = vec![
-        "--ports".into(),
-        topo.switch_ifs().join(","),
-        "--rate".into(),
-        sw.rate.clone(),
+    // Validated before the run: a fabric that does not read is no fabric.
+    let fabric = sc.fabric_desc().ok().flatten();
+    let ports: Vec<String> = match &fabric {
+        // One interface per fabric host, in the hosts' order.
+        Some(f) => f
+            .hosts
+            .iter()
+            .filter_map(|h| topo.hosts.get(h.index - 1))
+            .map(|h| h.switch_if.clone())
+            .collect(),
+        None => topo.switch_ifs(),
+    };
+    let mut a: Vec<String> = vec!["--ports".into(), ports.join(",")];
+    match &fabric {
+        // The fabric gives every port its rate and delay.
+        Some(_) => a.extend(["--topology".into(), fabric_file(out).display().to_string()]),
+        None => a.extend(["--rate".into(), sw.rate.clone()]),
+    }
+    a.extend([
         "--queues".into(),
         sw.queues.to_string(),
         "--rtt".into(),
@@ -555,7 +590,7 @@ pub fn switch_args(sc: &Scenario, topo: &Topology, aqm: &str, socket: &Path) -> 
         // A switch that outlives a crashed runner stops by itself.
         "--duration".into(),
         "3600s".into(),
-    ];
+    ]);
     a.extend(dilation_args(sc.dilation()));
     let mut opt = |flag: &str, v: &Option<String>| {
         if let Some(v) = v {
@@ -708,7 +743,14 @@ pub(super) mod tests {
         .unwrap();
         sc.validate().unwrap();
         let t = topo(9);
-        let a = switch_args(&sc, &t, "tcn", Path::new("/tmp/s.sock")).join(" ");
+        let a = switch_args(
+            &sc,
+            &t,
+            "tcn",
+            Path::new("/tmp/s.sock"),
+            Path::new("/tmp/out"),
+        )
+        .join(" ");
         assert!(a.starts_with("--ports xt-h1-sw,xt-h2-sw,"), "{a}");
         for want in [
             "--aqm tcn",
@@ -726,8 +768,46 @@ pub(super) mod tests {
             !a.contains("--frames"),
             "the switch sizes its UMEM itself: {a}"
         );
-        let d = switch_args(&sc, &t, "dctcp", Path::new("/tmp/s.sock")).join(" ");
+        let d = switch_args(
+            &sc,
+            &t,
+            "dctcp",
+            Path::new("/tmp/s.sock"),
+            Path::new("/tmp/out"),
+        )
+        .join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
+    }
+
+    #[test]
+    fn a_fabric_scenario_runs_the_switch_on_its_topology_with_hosts_in_its_subnet() {
+        let text = format!(
+            "{STATIC}\n[fabric]\nsubnet = \"10.98.0.0/24\"\n[fabric.leaf_spine]\n\
+             leaves = 2\nspines = 1\nhosts_per_leaf = 2\nhost_rate = \"100mbit\"\n"
+        )
+        .replace("hosts = 3", "hosts = 4");
+        let sc = Scenario::from_toml(&text, Path::new("t.toml")).unwrap();
+        sc.validate().unwrap();
+        let out = Path::new("/tmp/out");
+        let a = switch_args(&sc, &topo(4), "dctcp", Path::new("/tmp/s.sock"), out).join(" ");
+        assert!(
+            a.starts_with(
+                "--ports xt-h1-sw,xt-h2-sw,xt-h3-sw,xt-h4-sw --topology /tmp/out/fabric.toml "
+            ),
+            "{a}"
+        );
+        assert!(
+            !a.contains("--rate"),
+            "the fabric gives every port its rate: {a}"
+        );
+        let cfg = topo_config(&sc, "xt").unwrap();
+        assert_eq!(cfg.subnet.to_string(), "10.98.0.0/24");
+        assert_eq!(cfg.hosts, 4);
+        // What the runner writes is a topology that reads back the same.
+        let text = sc.fabric_text().unwrap().unwrap();
+        let desc = crate::fabric::FabricDesc::parse(&text).unwrap();
+        assert_eq!(Some(desc), sc.fabric_desc().unwrap());
+        assert_eq!(sc.fabric_desc().unwrap().unwrap().switches.len(), 3);
     }
 
     const STATIC: &str = r#"
@@ -747,7 +827,7 @@ pub(super) mod tests {
         let t = topo(3);
         let sock = Path::new("/tmp/s.sock");
         let sc1 = Scenario::from_toml(STATIC, Path::new("t.toml")).unwrap();
-        let a1 = switch_args(&sc1, &t, "dctcp", sock);
+        let a1 = switch_args(&sc1, &t, "dctcp", sock, Path::new("/tmp/out"));
         assert!(!a1.contains(&"--dilation".to_string()), "{a1:?}");
         assert!(topo_config(&sc1, "xt").unwrap().dilation.is_none());
         let m1 = manifest(&sc1, "t", &opts(), "xt", &t, &sc1.combos(), "now");
@@ -756,7 +836,7 @@ pub(super) mod tests {
         let sc4 =
             Scenario::from_toml(&format!("dilation = 4\n{STATIC}"), Path::new("t.toml")).unwrap();
         sc4.validate().unwrap();
-        let a4 = switch_args(&sc4, &t, "dctcp", sock);
+        let a4 = switch_args(&sc4, &t, "dctcp", sock, Path::new("/tmp/out"));
         // Everything else is the same, the rate still the emulated one.
         assert_eq!(a4[..a1.len()], a1[..]);
         assert_eq!(a4[a1.len()..], ["--dilation", "4"]);

@@ -78,6 +78,13 @@ pub fn scale(
     rate: &str,
     reason: &str,
 ) -> Result<(Scenario, Scaling), ScenarioError> {
+    if sc.fabric.is_some() {
+        return Err(inv(format!(
+            "--rate {rate} with a [fabric] scenario: the fabric's link rates, delays and \
+             buffers would not follow; use --dilation (every packet count stays the \
+             scenario's), or write the fabric at the rate you want"
+        )));
+    }
     let old = parse_rate(&sc.switch.rate)
         .map_err(|e| inv(format!("switch.rate `{}`: {e}", sc.switch.rate)))?;
     let new = parse_rate(rate).map_err(|e| inv(format!("--rate `{rate}`: {e}")))?;
@@ -799,5 +806,15 @@ mod tests {
         assert_eq!(p.combos().len(), DILATION_PROBE_REPEATS as usize);
         s.repeat = 1;
         assert_eq!(dilation_probe(&s).repeat, 1);
+    }
+
+    #[test]
+    fn a_fabric_scenario_is_not_rate_scaled() {
+        let text =
+            format!("{FIG5}\n[fabric.leaf_spine]\nleaves = 2\nspines = 1\nhosts_per_leaf = 2\n");
+        let sc = Scenario::from_toml(&text, Path::new("t.toml")).unwrap();
+        let e = scale(&sc, "100mbit", "test").unwrap_err().to_string();
+        assert!(e.contains("--rate 100mbit with a [fabric] scenario"), "{e}");
+        assert!(e.contains("--dilation"), "says what to do instead: {e}");
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::aqm::config::AQM_NAMES;
+use crate::fabric::FabricDesc;
 use crate::sched::SchedName;
 use crate::timebase::Dilation;
 use crate::units::{parse_duration, parse_rate, parse_size};
@@ -72,6 +73,16 @@ pub struct Scenario {
     pub topology: TopologySpec,
     /// Switch settings; `aqm` is a sweep list.
     pub switch: SwitchSpec,
+    /// Several switches instead of one (`[fabric]`): the keys of a
+    /// `softswitch --topology` file, under `fabric.` (`[fabric.leaf_spine]`,
+    /// `[[fabric.switch]]`, `[[fabric.link]]`, `[fabric.defaults]`, `seed`,
+    /// `subnet`). The hosts are the fabric's (`topology.hosts` is its
+    /// highest host number); every port's rate, delay and buffer come from
+    /// it, and `switch.rate` is only what the loads are relative to (the
+    /// host links' rate). `switch.aqm` runs on every port the fabric names
+    /// no AQM for. The results count marks, drops and queues per hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<toml::Table>,
     /// What to send.
     pub traffic: TrafficSpec,
     /// Fidelity guard limits passed to the switch (`--max-lost` ...); a
@@ -623,6 +634,7 @@ impl Scenario {
             Dilation::new(d).map_err(|e| inv(format!("dilation = {d}: {e}")))?;
         }
         self.validate_topology()?;
+        self.validate_fabric()?;
         self.validate_switch()?;
         self.validate_fidelity()?;
         match &self.traffic {
@@ -655,6 +667,44 @@ impl Scenario {
             check_duration(&format!("topology.delay.{host}"), d)?;
         }
         Ok(())
+    }
+
+    /// `[fabric]`: a topology the switch reads, whose hosts are
+    /// `topology.hosts`, and no per-port setting it would contradict.
+    fn validate_fabric(&self) -> Result<(), ScenarioError> {
+        let Some(desc) = self.fabric_desc()? else {
+            return Ok(());
+        };
+        let highest = desc.hosts.iter().map(|h| h.index).max().unwrap_or(0);
+        if self.topology.hosts != highest {
+            return Err(inv(format!(
+                "topology.hosts = {} but [fabric] has hosts up to h{highest}: set topology.hosts = {highest}",
+                self.topology.hosts
+            )));
+        }
+        if !self.topology.delay.is_empty() {
+            return Err(inv(
+                "topology.delay with [fabric]: set delays in the fabric (`delay` in \
+                 [fabric.defaults], per link, or in a switch's host_link)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[fabric]` as the text of a `--topology` file (None: one switch).
+    pub fn fabric_text(&self) -> Result<Option<String>, ScenarioError> {
+        self.fabric
+            .as_ref()
+            .map(|t| toml::to_string(t).map_err(|e| inv(format!("[fabric]: {e}"))))
+            .transpose()
+    }
+
+    /// The fabric `[fabric]` describes, read as the switch reads it.
+    pub fn fabric_desc(&self) -> Result<Option<FabricDesc>, ScenarioError> {
+        self.fabric_text()?
+            .map(|t| FabricDesc::parse(&t).map_err(|e| inv(format!("[fabric]: {e}"))))
+            .transpose()
     }
 
     /// `[switch]` and `baseline`.
@@ -1487,5 +1537,44 @@ mod tests {
             };
             assert!(e.contains(want), "want `{want}` in: {e}");
         }
+    }
+
+    /// A 2 × 2 leaf-spine over four hosts, as a scenario's `[fabric]`.
+    const LEAF_SPINE: &str = r#"
+        [fabric.leaf_spine]
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 2
+        host_rate = "100mbit"
+        fabric_rate = "100mbit"
+    "#;
+
+    #[test]
+    fn a_fabric_is_read_as_the_switch_reads_it_and_must_match_the_hosts() {
+        let ws = WORKLOAD.replace("delay = { h1 = \"20us\" }", "");
+        let sc = parse(&format!("{ws}{LEAF_SPINE}")).unwrap();
+        let f = sc.fabric_desc().unwrap().expect("a fabric");
+        assert_eq!(f.switches.len(), 4);
+        assert_eq!(f.hosts.len(), 4);
+        // Without [fabric]: one switch.
+        assert!(parse(&ws).unwrap().fabric_desc().unwrap().is_none());
+        // The scenario's host count is the fabric's.
+        let e = err(&format!(
+            "{}{LEAF_SPINE}",
+            ws.replace("hosts = 4", "hosts = 5")
+        ));
+        assert!(
+            e.contains("[fabric] has hosts up to h4: set topology.hosts = 4"),
+            "{e}"
+        );
+        // Per-host delays belong to the fabric.
+        let e = err(&format!("{WORKLOAD}{LEAF_SPINE}"));
+        assert!(e.contains("topology.delay with [fabric]"), "{e}");
+        // The fabric's own errors, under its name.
+        let e = err(&format!(
+            "{ws}{}",
+            LEAF_SPINE.replace("spines = 2", "spines = 0")
+        ));
+        assert!(e.starts_with("scenario: [fabric]: topology"), "{e}");
     }
 }

@@ -104,6 +104,10 @@ pub fn metric_info(key: &str) -> (String, Unit) {
         [d, "share"] => (format!("share of goodput, DSCP {}", &d[4..]), Unit::Share),
         [f, "goodput_mbps"] => (format!("goodput of flow entry {}", &f[4..]), Unit::Mbps),
         [f, "fct_us"] => (format!("FCT of flow entry {}", &f[4..]), Unit::Us),
+        ["hop", name, "marks"] => (format!("CE marks at {name}"), Unit::Count),
+        ["hop", name, "drops"] => (format!("drops at {name}"), Unit::Count),
+        ["hop", name, "max_kb"] => (format!("largest queue at {name}"), Unit::Kb),
+        ["hop", name, "sojourn_p99_us"] => (format!("sojourn at {name}, 99th pct"), Unit::Us),
         ["drops"] => ("drops per run".into(), Unit::Count),
         ["marks"] => ("CE marks per run".into(), Unit::Count),
         ["rtos"] => ("RTOs per run".into(), Unit::Count),
@@ -197,6 +201,16 @@ pub fn repeat_values(r: &ComboResult) -> BTreeMap<String, f64> {
     }
     v.insert("queue.mean_kb".into(), r.queue_mean_kb);
     v.insert("queue.p99_kb".into(), r.queue_p99_kb);
+    for h in &r.hops {
+        let name = h.name.replace('.', "_");
+        v.insert(format!("hop.{name}.marks"), h.marked_pkts as f64);
+        v.insert(format!("hop.{name}.drops"), h.dropped_pkts as f64);
+        v.insert(
+            format!("hop.{name}.max_kb"),
+            h.max_backlog_bytes as f64 / 1e3,
+        );
+        v.insert(format!("hop.{name}.sojourn_p99_us"), h.sojourn_p99_us);
+    }
     v.insert("drops".into(), r.switch.dropped_pkts as f64);
     v.insert("marks".into(), r.switch.marked_pkts as f64);
     v.insert("rtos".into(), r.hosts.timeouts as f64);
@@ -698,8 +712,33 @@ pub fn headline_keys(sc: &Scenario, p: &Point) -> Vec<String> {
                 .cloned(),
         );
     }
+    if sc.fabric.is_some() {
+        keys.extend(hop_keys(p));
+    }
     keys.retain(|k| p.metrics.contains_key(k));
     keys
+}
+
+/// A fabric's hops that marked or dropped (median over repeats above 0),
+/// each with its marks, drops and largest queue: which hop was the
+/// bottleneck.
+fn hop_keys(p: &Point) -> Vec<String> {
+    let busy = |name: &str, what: &str| {
+        p.metrics
+            .get(&format!("hop.{name}.{what}"))
+            .is_some_and(|s| s.median > 0.0)
+    };
+    let mut names: Vec<&str> = p
+        .metrics
+        .keys()
+        .filter_map(|k| k.strip_prefix("hop.")?.strip_suffix(".marks"))
+        .filter(|n| busy(n, "marks") || busy(n, "drops"))
+        .collect();
+    names.dedup();
+    names
+        .into_iter()
+        .flat_map(|n| ["marks", "drops", "max_kb"].map(|w| format!("hop.{n}.{w}")))
+        .collect()
 }
 
 /// `v` in the unit chosen for `typical`.
@@ -823,7 +862,7 @@ fn point_block(sc: &Scenario, sweep: SweepValue, points: &[&Point]) -> Vec<Strin
 mod tests {
     use super::*;
     use crate::exp::results::{
-        Fidelity, FlowRow, HostTotals, PingStats, StaticFlowResult, SwitchTotals,
+        Fidelity, FlowRow, HopResult, HostTotals, PingStats, StaticFlowResult, SwitchTotals,
     };
     use std::path::Path;
 
@@ -885,6 +924,7 @@ mod tests {
             queue_p99_kb: 0.0,
             sojourn: None,
             ping: None,
+            hops: vec![],
         }
     }
 
@@ -1113,5 +1153,70 @@ mod tests {
         let ci = a.points[0].metrics["fct.small.mean_us"].ci95.unwrap();
         assert!(ci[0] >= 100.0 && ci[1] <= 120.0 && ci[0] < ci[1], "{ci:?}");
         assert!(a.methods.interval.contains("bootstrap"));
+    }
+
+    #[test]
+    fn a_fabric_run_names_the_hops_that_marked_and_dropped() {
+        let mut sc = scenario(SC);
+        // Only whether the scenario has a fabric matters here.
+        sc.fabric = Some(toml::Table::new());
+        let hop = |name: &str, marked: u64, dropped: u64, backlog: u64| HopResult {
+            name: name.into(),
+            tx_pkts: 100,
+            marked_pkts: marked,
+            dropped_pkts: dropped,
+            max_backlog_bytes: backlog,
+            sojourn_p99_us: 250.0,
+        };
+        let results: Vec<ComboResult> = (0..3u32)
+            .map(|r| {
+                let mut c = combo("dctcp", 0.5, r, vec![flow(1_000, 100)], 0);
+                c.hops = vec![
+                    hop("leaf1:h1", 0, 0, 3_000),
+                    hop("spine1:leaf2", 7 + r as u64, 0, 30_000),
+                    hop("leaf2:h3", 0, r as u64, 9_000),
+                ];
+                c
+            })
+            .collect();
+        let v = repeat_values(&results[0]);
+        assert_eq!(v["hop.spine1:leaf2.marks"], 7.0);
+        assert_eq!(v["hop.spine1:leaf2.max_kb"], 30.0);
+        assert_eq!(v["hop.leaf1:h1.marks"], 0.0);
+        assert_eq!(v["hop.leaf1:h1.sojourn_p99_us"], 250.0);
+        assert_eq!(
+            metric_info("hop.spine1:leaf2.marks"),
+            ("CE marks at spine1:leaf2".to_string(), Unit::Count)
+        );
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let p = &s.points[0];
+        assert_eq!(
+            p.metrics["hop.spine1:leaf2.marks"].values,
+            vec![7.0, 8.0, 9.0]
+        );
+        // The console shows the hops that marked or dropped (median > 0),
+        // in name order, and not the quiet ones.
+        let keys = headline_keys(&sc, p);
+        let hops: Vec<&str> = keys
+            .iter()
+            .filter(|k| k.starts_with("hop."))
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            hops,
+            [
+                "hop.leaf2:h3.marks",
+                "hop.leaf2:h3.drops",
+                "hop.leaf2:h3.max_kb",
+                "hop.spine1:leaf2.marks",
+                "hop.spine1:leaf2.drops",
+                "hop.spine1:leaf2.max_kb",
+            ]
+        );
+        // One switch: no hop lines.
+        assert!(!headline_keys(&scenario(SC), p)
+            .iter()
+            .any(|k| k.starts_with("hop.")));
     }
 }

@@ -18,7 +18,8 @@ use super::{
     check_paths, check_stop, switch_args, write_json, Proc, RemoveOnDrop, RunOptions, POLL,
 };
 use crate::exp::results::{
-    host_delta, parse_nstat, ComboResult, Fidelity, HostTotals, SojournResult, SwitchTotals,
+    host_delta, parse_nstat, ComboResult, Fidelity, HopResult, HostTotals, SojournResult,
+    SwitchTotals,
 };
 use crate::exp::scenario::{Combo, Scenario};
 use crate::exp::timeseries::{
@@ -63,7 +64,10 @@ pub(super) fn run_combo(
         std::io::BufWriter::new(File::create(dir.join("timeseries.csv"))?),
         &polled,
     )?;
-    let (queue_samples, series) = figure_series(&dir, topo, offset, polled, combo);
+    // The switch names its ports (interfaces, or a fabric's `leaf1:spine2`)
+    // in the order of its time series' port numbers.
+    let names = port_names(&switch_v).unwrap_or_else(|| topo.switch_ifs());
+    let (queue_samples, series) = figure_series(&dir, &names, offset, polled, combo);
     let (queue_mean_kb, queue_p99_kb) = queue_stats(&series);
     let port = busiest_port(&series).or_else(|| SojournResult::busiest_by_bytes(&switch_v));
     let mut r = ComboResult {
@@ -80,13 +84,18 @@ pub(super) fn run_combo(
         switch: SwitchTotals::from_snapshot(&switch_v),
         hosts,
         queue_samples,
-        switch_ports: topo.switch_ifs(),
+        switch_ports: names,
         switch_offset_ms: offset,
         fidelity: Fidelity::from_snapshot(&switch_v),
         queue_mean_kb,
         queue_p99_kb,
         sojourn: port.and_then(|p| SojournResult::from_snapshot(&switch_v, &p)),
         ping,
+        hops: if sc.fabric.is_some() {
+            HopResult::from_snapshot(&switch_v)
+        } else {
+            Vec::new()
+        },
     };
     read_traffic(sc, &procs, &mut r)?;
     write_json(&dir.join("result.json"), &r)?;
@@ -104,7 +113,7 @@ fn start_switch(
     socket: &Path,
 ) -> Result<Proc> {
     let mut c = Command::new(&opts.switch_bin);
-    c.args(switch_args(sc, topo, &combo.aqm, socket));
+    c.args(switch_args(sc, topo, &combo.aqm, socket, &opts.out));
     // The switch's own fine-grained queue time series (every queue,
     // 1 ms): what the queue figures plot.
     c.arg("--timeseries").arg(dir.join("switch_timeseries.csv"));
@@ -266,9 +275,19 @@ fn stop_switch(mut switch: Proc, dir: &Path) -> Result<Value> {
 
 /// The samples the figures use: the switch's own 1 ms series when it is
 /// there and lines up, the 100 ms polled one otherwise; and which it was.
+/// The port names of a switch's exit JSON, in its order (None: it has none).
+fn port_names(switch: &Value) -> Option<Vec<String>> {
+    let names: Vec<String> = switch["ports"]
+        .as_array()?
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(String::from))
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
 fn figure_series(
     dir: &Path,
-    topo: &Topology,
+    names: &[String],
     offset: Option<f64>,
     polled: Vec<QueueSample>,
     combo: &Combo,
@@ -280,7 +299,7 @@ fn figure_series(
     ) else {
         return polled;
     };
-    match from_switch_csv(&text, &topo.switch_ifs(), off) {
+    match from_switch_csv(&text, names, off) {
         Ok(fine) if !fine.is_empty() => ("switch_timeseries.csv".to_string(), fine),
         Ok(_) => polled,
         Err(e) => {
