@@ -30,9 +30,11 @@
 //! (1.33–2.72 %), D = 1 likewise (1.31–4.34 %), and the emulated numbers
 //! were tight within each D — goodput 184–229 vs 229–233 Mbit/s, median
 //! sojourn 717–741 vs 872–877 µs, 0.087–0.092 vs 0.098–0.099 marks per
-//! packet: D = 4 runs ~18 % longer queues, consistently. The hosts'
-//! undilated latency (their stacks add real µs to the RTT: D times less
-//! emulated RTT at D = 4) is the likely cause. The ±25 % bounds are a
+//! packet: D = 4 runs ~18 % longer queues, consistently. The cause, found
+//! on 2026-11-27, is the hosts' GSO sizing: Linux puts ~1 ms of real time's
+//! data at the pacing rate into one GSO packet, so at D = 4 the bursts are
+//! 4 times smaller; with segment-by-segment senders (`--gso-segs 1`) the
+//! gap closes (BENCHMARKS.md, "Why a dilated run queued more"). The ±25 % bounds are a
 //! first choice, to be set from repeated runs on an idle machine. On an
 //! idle machine (PSI 0-2 %, 2026-11-25, three runs of each D): goodput
 //! 226-235 Mbit/s at both D, median sojourn 729-737 vs 872-877 µs, marks
