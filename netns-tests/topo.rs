@@ -97,6 +97,7 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
         c.rto_min = Some(Duration::from_millis(5));
         c.initcwnd = Some(4);
         c.gso_segs = Some(1);
+        c.rps = "0".parse().unwrap();
     });
     let prefix = t.prefix.clone();
     assert!(
@@ -125,6 +126,10 @@ fn tcp_through_a_bridge_uses_dctcp_with_ecn_and_down_removes_everything() {
     assert!(route.contains("initcwnd 4"), "{route}");
     let link = run_ok(&mut t.hosts[0].exec(&["ip", "-d", "link", "show", "eth0"]));
     assert!(link.contains("gso_max_segs 1 "), "{link}");
+    // `--rps 0`: the hosts' receive processing is steered to CPU 0.
+    let rps = run_ok(&mut t.hosts[0].exec(&["cat", "/sys/class/net/eth0/queues/rx-0/rps_cpus"]));
+    let mask = u64::from_str_radix(&rps.trim().replace(',', ""), 16).unwrap_or(0);
+    assert_eq!(mask, 1, "rps_cpus {rps}");
     // `up` writes the sysctls from a thread inside each namespace (setns);
     // `ip netns exec` reads them back there, and the root keeps its own.
     for h in &t.hosts {

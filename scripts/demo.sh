@@ -7,7 +7,10 @@
 # dilation D, default 4, where this 2-vCPU machine comes closest to holding
 # 1 Gbit/s: the wire runs at RATE / D and every time lasts D times longer;
 # 1 = real time; README, "Time dilation"), DURATION (10, real seconds), PREFIX (demo),
-# SWITCH_ARGS (more softswitch flags, e.g. "--cpu last").
+# RPS (auto: the hosts' receive processing on every CPU but the last, and the
+# switch pinned to the last, so a tx kick does not run a host's TCP stack on
+# the switch's CPU; off: Linux's default, the switch unpinned),
+# SWITCH_ARGS (more softswitch flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
@@ -21,6 +24,9 @@ RATE=${RATE:-1gbit}
 DILATION=${DILATION:-4}
 SECS=${DURATION:-10}
 PREFIX=${PREFIX:-demo}
+RPS=${RPS:-auto}
+PIN=
+[ "$RPS" = auto ] && PIN="--cpu last"
 
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -37,15 +43,15 @@ trap cleanup EXIT INT TERM
 
 "$SS" topo down --prefix "$PREFIX" >/dev/null 2>&1 || true
 echo "[demo] creating hosts ${PREFIX}-h1 and ${PREFIX}-h2 (DCTCP, ECN on, host timers x $DILATION)"
-PORTS=$("$SS" topo up --hosts 2 --prefix "$PREFIX" --dilation "$DILATION")
+PORTS=$("$SS" topo up --hosts 2 --prefix "$PREFIX" --dilation "$DILATION" --rps "$RPS")
 H1=${PREFIX}-h1
 H2=${PREFIX}-h2
 IP2=$(ip netns exec "$H2" ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 
-echo "[demo] starting: softswitch --ports $PORTS --rate $RATE --aqm $AQM --rtt 250us --dilation $DILATION ${SWITCH_ARGS:-}"
+echo "[demo] starting: softswitch --ports $PORTS --rate $RATE --aqm $AQM --rtt 250us --dilation $DILATION $PIN ${SWITCH_ARGS:-}"
 LOG=$(mktemp -d)
 # shellcheck disable=SC2086 # SWITCH_ARGS: several flags, split on purpose
-"$SS" --ports "$PORTS" --rate "$RATE" --aqm "$AQM" --rtt 250us --dilation "$DILATION" ${SWITCH_ARGS:-} --stats-socket "$SOCK" \
+"$SS" --ports "$PORTS" --rate "$RATE" --aqm "$AQM" --rtt 250us --dilation "$DILATION" $PIN ${SWITCH_ARGS:-} --stats-socket "$SOCK" \
   >"$LOG/switch.out" 2>"$LOG/switch.err" &
 SW_PID=$!
 for _ in $(seq 100); do grep -q "forwarding between" "$LOG/switch.err" 2>/dev/null && break; sleep 0.1; done

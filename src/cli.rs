@@ -105,6 +105,9 @@ pub struct TopoUpArgs {
     /// Most segments the hosts' TCP sends as one GSO packet (`gso_max_segs` of their veth; default: kernel's). Linux sends ~1 ms of data per packet as one burst; 1 sends segment by segment, ACK-clocked like a simulator's hosts.
     #[arg(long, value_name = "SEGMENTS")]
     pub gso_segs: Option<u32>,
+    /// CPUs that run the hosts' receive processing (RPS on their interfaces): `auto` = every CPU but the last, which `softswitch --cpu last` then has to itself; or a list (`0`, `0-2`, `0,3`); `off` (default) keeps Linux's, which runs a receiving host's stack inside the switch's tx kicks.
+    #[arg(long, value_name = "CPUS|auto", default_value = "off")]
+    pub rps: String,
     /// Time dilation D of the hosts' timers: RTO_min (--rto-min is the emulated value), the SYN's initial RTO, SACK compression and the other time constants last D times longer (README, "Time dilation"). Default 1.
     #[arg(long, default_value = "1")]
     pub dilation: String,

@@ -111,6 +111,7 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         quickack: a.quickack,
         initcwnd: a.initcwnd,
         gso_segs: a.gso_segs,
+        rps: a.rps.parse().map_err(|e| anyhow::anyhow!("--{e}"))?,
         dilation: a
             .dilation
             .parse()
@@ -118,6 +119,19 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
         ..defaults
     };
     let t = topo::up(&cfg)?;
+    // With the hosts' receive work steered off the last CPU, the switch
+    // belongs there.
+    let pin = if cfg.rps == topo::RxCpus::Auto {
+        " --cpu last"
+    } else {
+        ""
+    };
+    if let Some(mask) = cfg.rps.mask(topo::RxCpus::allowed()) {
+        eprintln!(
+            "softswitch: the hosts' receive processing runs on CPUs {} (RPS)",
+            topo::RxCpus::Mask(mask)
+        );
+    }
     eprintln!(
         "softswitch: {} host namespaces up, congestion control {}{}",
         t.hosts.len(),
@@ -159,14 +173,14 @@ fn topo_up(a: &TopoUpArgs) -> Result<()> {
                 );
             }
             eprintln!(
-                "run the fabric ({} switches) on them with:\n  sudo softswitch --topology {} --ports {}",
+                "run the fabric ({} switches) on them with:\n  sudo softswitch --topology {} --ports {}{pin}",
                 f.switches.len(),
                 path.display(),
                 ports.join(",")
             );
         }
         _ => eprintln!(
-            "run the switch on them with:\n  sudo softswitch --ports {}",
+            "run the switch on them with:\n  sudo softswitch --ports {}{pin}",
             ports.join(",")
         ),
     }

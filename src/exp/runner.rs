@@ -35,7 +35,7 @@ use serde_json::{json, Value};
 use super::report;
 use super::scenario::{Combo, Scenario, SweepValue, TrafficSpec};
 use crate::timebase::Dilation;
-use crate::topo::{self, CongestionControl, TopoConfig, Topology};
+use crate::topo::{self, CongestionControl, RxCpus, TopoConfig, Topology};
 use crate::units::parse_duration;
 
 mod combo;
@@ -365,6 +365,7 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
         quickack: sc.topology.quickack,
         initcwnd: sc.topology.initcwnd,
         gso_segs: sc.topology.gso_segs,
+        rps: sc.rps(),
         cc: sc
             .topology
             .cc
@@ -407,6 +408,7 @@ fn manifest(
         "completed": 0,
         "scaling": opts.scaling,
         "dilation": sc.dilation(),
+        "rps": sc.rps().to_string(),
     })
 }
 
@@ -592,6 +594,10 @@ pub fn switch_args(
         "3600s".into(),
     ]);
     a.extend(dilation_args(sc.dilation()));
+    // The hosts' receive work is steered off the last CPU: the switch takes it.
+    if sc.rps() == RxCpus::Auto && !sw.extra_args.iter().any(|x| x == "--cpu") {
+        a.extend(["--cpu".into(), "last".into()]);
+    }
     let mut opt = |flag: &str, v: &Option<String>| {
         if let Some(v) = v {
             a.push(flag.into());
@@ -777,6 +783,39 @@ pub(super) mod tests {
         )
         .join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
+        // By default the hosts' receive work leaves the last CPU to the switch.
+        assert!(a.contains("--cpu last"), "{a}");
+        assert_eq!(topo_config(&sc, "xt").unwrap().rps, RxCpus::Auto);
+        assert_eq!(
+            manifest(&sc, "t", &opts(), "xt", &t, &sc.combos(), "now")["rps"],
+            "auto"
+        );
+        let mut off = sc.clone();
+        off.topology.rps = Some("off".into());
+        let a = switch_args(
+            &off,
+            &t,
+            "tcn",
+            Path::new("/tmp/s.sock"),
+            Path::new("/tmp/out"),
+        );
+        assert!(!a.contains(&"--cpu".to_string()), "{a:?}");
+        assert_eq!(topo_config(&off, "xt").unwrap().rps, RxCpus::Kernel);
+        // A pin of the user's own is kept.
+        let mut own = sc.clone();
+        own.switch.extra_args = vec!["--cpu".into(), "0".into()];
+        let a = switch_args(
+            &own,
+            &t,
+            "tcn",
+            Path::new("/tmp/s.sock"),
+            Path::new("/tmp/out"),
+        );
+        assert_eq!(a.iter().filter(|x| *x == "--cpu").count(), 1, "{a:?}");
+        let mut bad = sc.clone();
+        bad.topology.rps = Some("x".into());
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("topology.rps `x`"), "{e}");
     }
 
     #[test]
@@ -838,8 +877,13 @@ pub(super) mod tests {
         sc4.validate().unwrap();
         let a4 = switch_args(&sc4, &t, "dctcp", sock, Path::new("/tmp/out"));
         // Everything else is the same, the rate still the emulated one.
-        assert_eq!(a4[..a1.len()], a1[..]);
-        assert_eq!(a4[a1.len()..], ["--dilation", "4"]);
+        let at = a4
+            .iter()
+            .position(|x| x == "--dilation")
+            .expect("--dilation");
+        assert_eq!(a4[at + 1], "4");
+        let rest: Vec<String> = [&a4[..at], &a4[at + 2..]].concat();
+        assert_eq!(rest, a1);
         assert!(a4.join(" ").contains("--rate 1gbit"), "{a4:?}");
         assert_eq!(topo_config(&sc4, "xt").unwrap().dilation.factor(), 4.0);
         let m4 = manifest(&sc4, "t", &opts(), "xt", &t, &sc4.combos(), "now");

@@ -18,6 +18,7 @@ use crate::aqm::config::AQM_NAMES;
 use crate::fabric::FabricDesc;
 use crate::sched::SchedName;
 use crate::timebase::Dilation;
+use crate::topo::RxCpus;
 use crate::units::{parse_duration, parse_rate, parse_size};
 
 /// What is wrong with a scenario, phrased so the user knows what to change.
@@ -228,6 +229,14 @@ pub struct TopologySpec {
     /// false (plain Linux senders).
     #[serde(default)]
     pub tcp_pacing: bool,
+    /// Which CPUs run the hosts' receive processing (`topo up --rps`):
+    /// `"auto"` (the default here) steers it to every CPU but the last and
+    /// pins the switch to the last (`--cpu last`), so that a tx kick does
+    /// not run the receiving host's stack on the switch's CPU; `"off"`
+    /// keeps Linux's default; a CPU list (`"0"`, `"0-2"`) steers there and
+    /// leaves the switch unpinned (pin it with `extra_args`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rps: Option<String>,
     /// Extra one-way delay on the switch port towards a host, e.g.
     /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
     #[serde(default)]
@@ -605,6 +614,16 @@ impl Scenario {
         Ok(s)
     }
 
+    /// Which CPUs run the hosts' receive processing (`topology.rps`,
+    /// default `auto`).
+    pub fn rps(&self) -> RxCpus {
+        self.topology
+            .rps
+            .as_deref()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(RxCpus::Auto)
+    }
+
     /// The time dilation D the scenario runs at (1 when absent; `validate`
     /// rejects values outside `1..=1000`).
     pub fn dilation(&self) -> Dilation {
@@ -661,6 +680,10 @@ impl Scenario {
         }
         if let Some(n) = t.gso_segs {
             crate::topo::check_gso_segs(n).map_err(|e| inv(format!("topology.{e}")))?;
+        }
+        if let Some(r) = &t.rps {
+            r.parse::<RxCpus>()
+                .map_err(|e| inv(format!("topology.{e}")))?;
         }
         for (host, d) in &t.delay {
             self.host_key(host)?;

@@ -31,6 +31,7 @@ mod cmd;
 pub mod dilation;
 pub mod names;
 pub mod netns;
+pub mod rps;
 mod state;
 
 use std::fmt;
@@ -45,6 +46,7 @@ pub use cc::{
 };
 pub use dilation::HostTimers;
 pub use names::Ipv4Net;
+pub use rps::RxCpus;
 pub use state::TopoRecord;
 
 use crate::timebase::Dilation;
@@ -161,6 +163,9 @@ pub struct TopoConfig {
     /// packet, so a sender is ACK-clocked segment by segment as a
     /// simulator's hosts are; `None` keeps the kernel's default.
     pub gso_segs: Option<u32>,
+    /// Which CPUs do the hosts' receive processing (RPS on their
+    /// interfaces, [`rps`]); [`RxCpus::Kernel`] keeps Linux's default.
+    pub rps: RxCpus,
     /// Time dilation D of the hosts' timers ([`HostTimers`], README "Time
     /// dilation"): RTO_min (`rto_min` above is the emulated value), the
     /// SYN's initial RTO, SACK compression and the other per-namespace
@@ -182,6 +187,7 @@ impl Default for TopoConfig {
             quickack: false,
             initcwnd: None,
             gso_segs: None,
+            rps: RxCpus::Kernel,
             dilation: Dilation::NONE,
         }
     }
@@ -662,7 +668,7 @@ fn add_veth(
 }
 
 /// The host's interface in `ns`: address `cidr`, up, no tx checksum
-/// offload or TSO, `--gso-segs`, a pfifo qdisc.
+/// offload or TSO, `--gso-segs`, a pfifo qdisc, `--rps`.
 fn set_up_host_if(cfg: &TopoConfig, ns: &str, cidr: &str) -> Result<(), TopoError> {
     let host_if = names::HOST_IF;
     let ip_cmd = || cmd::command(IP);
@@ -699,6 +705,17 @@ fn set_up_host_if(cfg: &TopoConfig, ns: &str, cidr: &str) -> Result<(), TopoErro
         ]),
         "the pfifo qdisc (CONFIG_NET_SCH_FIFO) is needed",
     )?;
+    if let Some(mask) = cfg.rps.mask(RxCpus::allowed()) {
+        // sysfs shows a namespace's devices only where it is mounted inside
+        // that namespace, as `ip netns exec` does.
+        let write = format!(
+            "for q in /sys/class/net/{host_if}/queues/rx-*; do echo {mask:x} > $q/rps_cpus; done"
+        );
+        cmd::run(
+            cmd::command(IP).args(["netns", "exec", ns, "sh", "-c", &write]),
+            "RPS needs a kernel with CONFIG_RPS",
+        )?;
+    }
     Ok(())
 }
 
