@@ -46,50 +46,34 @@ impl RxCpus {
 
     /// The CPUs this process may use, as a mask (CPUs 0..64).
     pub fn allowed() -> u64 {
-        use nix::sched::{sched_getaffinity, CpuSet};
-        use nix::unistd::Pid;
-        let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
-            return 1;
-        };
-        (0..CpuSet::count().min(64))
-            .filter(|&i| set.is_set(i).unwrap_or(false))
-            .fold(0u64, |m, i| m | 1 << i)
+        crate::cpu::allowed_cpus()
+            .map(|cpus| to_mask(&cpus))
+            .unwrap_or(1)
     }
+}
+
+/// CPU numbers as a mask (those below 64).
+fn to_mask(cpus: &[u32]) -> u64 {
+    cpus.iter().filter(|&&c| c < 64).fold(0, |m, &c| m | 1 << c)
 }
 
 impl FromStr for RxCpus {
     type Err = String;
-    /// `auto`, `off`, or a CPU list: `1`, `0-2`, `0,3`.
+    /// `auto`, `off`, or a CPU list as the kernel writes one: `1`, `0-2`,
+    /// `0,3`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = |why: &str| {
-            Err(format!(
-                "rps `{s}`: {why} — give `auto` (every CPU but the switch's `--cpu last`), \
-                 `off`, or a CPU list such as `1`, `0-2` or `0,3`"
-            ))
-        };
         match s.trim() {
-            "auto" => return Ok(RxCpus::Auto),
-            "off" | "kernel" => return Ok(RxCpus::Kernel),
-            "" => return bad("empty"),
-            _ => {}
+            "auto" => Ok(RxCpus::Auto),
+            "off" | "kernel" => Ok(RxCpus::Kernel),
+            list => match crate::cpu::parse_cpu_list(list) {
+                Ok(cpus) if cpus.iter().all(|&c| c < 64) => Ok(RxCpus::Mask(to_mask(&cpus))),
+                Ok(_) => Err(format!("rps `{s}`: CPUs run from 0 to 63 here")),
+                Err(e) => Err(format!(
+                    "rps `{s}`: {e} — give `auto` (every CPU but the switch's `--cpu last`), \
+                     `off`, or a CPU list such as `1`, `0-2` or `0,3`"
+                )),
+            },
         }
-        let mut mask = 0u64;
-        for part in s.split(',') {
-            let (a, b) = match part.trim().split_once('-') {
-                Some((a, b)) => (a.trim(), b.trim()),
-                None => (part.trim(), part.trim()),
-            };
-            let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else {
-                return bad("not a CPU number or range");
-            };
-            if a > b || b > 63 {
-                return bad("CPUs run from 0 to 63, ranges low-high");
-            }
-            for c in a..=b {
-                mask |= 1 << c;
-            }
-        }
-        Ok(RxCpus::Mask(mask))
     }
 }
 
@@ -99,11 +83,8 @@ impl fmt::Display for RxCpus {
             RxCpus::Kernel => write!(f, "off"),
             RxCpus::Auto => write!(f, "auto"),
             RxCpus::Mask(m) => {
-                let cpus: Vec<String> = (0..64)
-                    .filter(|i| m & (1 << i) != 0)
-                    .map(|i| i.to_string())
-                    .collect();
-                write!(f, "{}", cpus.join(","))
+                let cpus: Vec<u32> = (0..64).filter(|i| m & (1 << i) != 0).collect();
+                write!(f, "{}", crate::cpu::format_cpu_list(&cpus))
             }
         }
     }
@@ -118,14 +99,17 @@ mod tests {
         assert_eq!("1".parse(), Ok(RxCpus::Mask(0b10)));
         assert_eq!("0-2".parse(), Ok(RxCpus::Mask(0b111)));
         assert_eq!("0,3".parse(), Ok(RxCpus::Mask(0b1001)));
-        assert_eq!(" 1 - 2 , 5".parse(), Ok(RxCpus::Mask(0b100110)));
+        assert_eq!("1-2,5".parse(), Ok(RxCpus::Mask(0b100110)));
         assert_eq!("auto".parse(), Ok(RxCpus::Auto));
         assert_eq!("off".parse(), Ok(RxCpus::Kernel));
-        for bad in ["", "x", "2-1", "64", "1,", "-1"] {
+        for bad in ["", "x", "2-1", "-1"] {
             let e = bad.parse::<RxCpus>().unwrap_err();
             assert!(e.contains("give `auto`"), "{bad}: {e}");
         }
+        let e = "64".parse::<RxCpus>().unwrap_err();
+        assert!(e.contains("0 to 63"), "{e}");
         assert_eq!(RxCpus::Mask(0b1001).to_string(), "0,3");
+        assert_eq!(RxCpus::Mask(0b111).to_string(), "0-2");
         assert_eq!("0,3".parse::<RxCpus>().unwrap().to_string(), "0,3");
     }
 
