@@ -74,7 +74,7 @@ fn samples(dir: &Path, port: usize) -> Vec<(u64, u64)> {
     let mut viq = std::collections::HashMap::new();
     for l in read("switch_timeseries.port.csv").lines() {
         let f: Vec<&str> = l.split(',').collect();
-        if f.len() == 4 && f[1] == port && f[2] == "raqm_viq_pkts" {
+        if f.len() >= 4 && f[1] == port && f[2] == "raqm_viq_pkts" {
             viq.insert(f[0].to_owned(), f[3].parse::<f64>().unwrap_or(0.0) as u64);
         }
     }

@@ -3,11 +3,13 @@
 //! separate thread so the packet path only copies a few integers.
 //!
 //! Two files. `--timeseries q.csv` writes the queues to `q.csv`:
-//! `t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops`
+//! `t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops,port_name`
 //! (`dequeued_bytes`, `marks`, `drops` are cumulative since start; the rate of
-//! a queue over an interval is the difference of `dequeued_bytes`), and the
+//! a queue over an interval is the difference of `dequeued_bytes`;
+//! `port_name` is the port's name in the counters: its interface, or a
+//! fabric's `leaf1:spine2`), and the
 //! ports' gauges to `q.port.csv` ([`port_series_path`]) in long form,
-//! `t_us,port,name,value`: the fidelity guard (`link_busy_us`,
+//! `t_us,port,name,value,port_name`: the fidelity guard (`link_busy_us`,
 //! `link_lost_us`, `link_excess_pkts`, cumulative), the AQM's own state
 //! (`Aqm::gauges`: N_flow, K_p, slope, ...), R-AQM's (`raqm_state` 0/1/2 =
 //! normal/draining/congested, `raqm_viq_pkts`, `raqm_tokens`, cumulative
@@ -18,7 +20,7 @@
 //! Time dilation (`--dilation D`): `t_us` and every AQM gauge are emulated
 //! time; the fidelity guard's gauges (`link_busy_us`, `link_lost_us`,
 //! `loop_stalled_us`) are real time, as in the exit report. A time-dilated
-//! run's port file starts with a switch-wide row `0.0,,dilation,D`.
+//! run's port file starts with a switch-wide row `0.0,,dilation,D,`.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -52,9 +54,10 @@ pub struct Sample {
 }
 
 /// CSV header line.
-pub const HEADER: &str = "t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops";
+pub const HEADER: &str =
+    "t_us,port,queue,backlog_bytes,backlog_pkts,dequeued_bytes,marks,drops,port_name";
 /// CSV header line of the port gauges.
-pub const PORT_HEADER: &str = "t_us,port,name,value";
+pub const PORT_HEADER: &str = "t_us,port,name,value,port_name";
 
 /// One gauge of one port (or of the whole switch: `port` None).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,15 +105,23 @@ pub fn port_series_path(path: &Path) -> std::path::PathBuf {
 }
 
 /// Formats one gauge row (no newline).
-pub fn port_csv_row(s: &PortSample) -> String {
+pub fn port_csv_row(s: &PortSample, names: &[String]) -> String {
     let port = s.port.map(|p| p.to_string()).unwrap_or_default();
-    format!("{:.1},{},{},{}", s.t_ns as f64 / 1e3, port, s.name, s.value)
+    let name = s.port.map_or("", |p| port_name(names, p));
+    format!(
+        "{:.1},{},{},{},{}",
+        s.t_ns as f64 / 1e3,
+        port,
+        s.name,
+        s.value,
+        csv_field(name)
+    )
 }
 
-/// Formats one row (no newline).
-pub fn csv_row(s: &Sample) -> String {
+/// Formats one row (no newline); `names` names the ports.
+pub fn csv_row(s: &Sample, names: &[String]) -> String {
     format!(
-        "{:.1},{},{},{},{},{},{},{}",
+        "{:.1},{},{},{},{},{},{},{},{}",
         s.t_ns as f64 / 1e3,
         s.port,
         s.queue,
@@ -118,8 +129,24 @@ pub fn csv_row(s: &Sample) -> String {
         s.backlog_pkts,
         s.dequeued_bytes,
         s.marks,
-        s.drops
+        s.drops,
+        csv_field(port_name(names, s.port))
     )
+}
+
+/// Port `p`'s name (empty when `names` has none for it).
+fn port_name(names: &[String], p: u16) -> &str {
+    names.get(p as usize).map_or("", String::as_str)
+}
+
+/// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or
+/// a line break — a fabric's switch names are the user's.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
 }
 
 /// Appends one sample per (port, queue) of `sw` at `now`, each port's
@@ -206,8 +233,9 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the files (`path` and [`port_series_path`]) and starts the
-    /// writer thread; a time-dilated run's port file first says D.
-    pub fn create(path: &Path, dilation: Dilation) -> std::io::Result<Self> {
+    /// writer thread; a time-dilated run's port file first says D. `names`
+    /// names the ports (their `port_name` column).
+    pub fn create(path: &Path, dilation: Dilation, names: Vec<String>) -> std::io::Result<Self> {
         let f = std::fs::File::create(path)?;
         let g = std::fs::File::create(port_series_path(path))?;
         let (tx, rx) = sync_channel::<Batch>(64);
@@ -219,15 +247,15 @@ impl Writer {
                 writeln!(w, "{HEADER}")?;
                 writeln!(wp, "{PORT_HEADER}")?;
                 if !dilation.is_none() {
-                    writeln!(wp, "0.0,,dilation,{dilation}")?;
+                    writeln!(wp, "0.0,,dilation,{dilation},")?;
                 }
                 let mut rows = 0u64;
                 for batch in rx {
                     for s in &batch.queues {
-                        writeln!(w, "{}", csv_row(s))?;
+                        writeln!(w, "{}", csv_row(s, &names))?;
                     }
                     for s in &batch.ports {
-                        writeln!(wp, "{}", port_csv_row(s))?;
+                        writeln!(wp, "{}", port_csv_row(s, &names))?;
                     }
                     rows += batch.queues.len() as u64;
                 }
@@ -277,7 +305,8 @@ mod tests {
     #[test]
     fn writes_header_and_rows() {
         let path = std::env::temp_dir().join(format!("ss-ts-{}.csv", std::process::id()));
-        let w = Writer::create(&path, Dilation::NONE).unwrap();
+        let names = vec!["x-h1-sw".to_string(), "leaf1:spine2".to_string()];
+        let w = Writer::create(&path, Dilation::NONE, names).unwrap();
         let s = Sample {
             t_ns: 1_500,
             port: 1,
@@ -310,7 +339,11 @@ mod tests {
         let gauges = std::fs::read_to_string(port_series_path(&path)).unwrap();
         assert_eq!(
             gauges.lines().collect::<Vec<_>>(),
-            vec![PORT_HEADER, "1.5,1,link_lost_us,12.5", "1.5,,loop_stalls,3"]
+            vec![
+                PORT_HEADER,
+                "1.5,1,link_lost_us,12.5,leaf1:spine2",
+                "1.5,,loop_stalls,3,"
+            ]
         );
         std::fs::remove_file(port_series_path(&path)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -319,17 +352,40 @@ mod tests {
             lines,
             vec![
                 HEADER,
-                "1.5,1,2,3000,2,9000,4,1",
-                "101.5,1,2,3000,2,9000,4,1"
+                "1.5,1,2,3000,2,9000,4,1,leaf1:spine2",
+                "101.5,1,2,3000,2,9000,4,1,leaf1:spine2"
             ]
         );
         std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
+    fn a_port_name_with_a_comma_or_quote_is_quoted() {
+        assert_eq!(csv_field("leaf1:spine2"), "leaf1:spine2");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+        let row = csv_row(&Sample::default(), &["a,b".to_string()]);
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(row.as_bytes());
+        let rec = rd.records().next().unwrap().unwrap();
+        assert_eq!(rec.len(), 9);
+        assert_eq!(&rec[8], "a,b");
+        // A port the names do not cover has an empty name.
+        assert!(csv_row(
+            &Sample {
+                port: 3,
+                ..Sample::default()
+            },
+            &[]
+        )
+        .ends_with(",0,"));
+    }
+
+    #[test]
     fn a_dilated_series_says_d_first() {
         let path = std::env::temp_dir().join(format!("ss-ts-d-{}.csv", std::process::id()));
-        let w = Writer::create(&path, Dilation::new(4.0).unwrap()).unwrap();
+        let w = Writer::create(&path, Dilation::new(4.0).unwrap(), vec![]).unwrap();
         let g = PortSample {
             t_ns: 250_000,
             port: Some(0),
@@ -344,7 +400,11 @@ mod tests {
         let gauges = std::fs::read_to_string(port_series_path(&path)).unwrap();
         assert_eq!(
             gauges.lines().collect::<Vec<_>>(),
-            vec![PORT_HEADER, "0.0,,dilation,4", "250.0,0,link_busy_us,1000"]
+            vec![
+                PORT_HEADER,
+                "0.0,,dilation,4,",
+                "250.0,0,link_busy_us,1000,"
+            ]
         );
         std::fs::remove_file(port_series_path(&path)).unwrap();
         std::fs::remove_file(&path).unwrap();

@@ -220,9 +220,9 @@ impl<'a, C: Core> DataPath<'a, C> {
                 None
             }
         };
-        let series = open_series(settings)?;
-        let pcap = open_pcap(settings, &mut sw, &names)?;
         let counter_names = sw.port_names(&names);
+        let series = open_series(settings, &counter_names)?;
+        let pcap = open_pcap(settings, &mut sw, &names)?;
         // Pin only now: the stats and time-series threads above stay free to
         // run on other CPUs.
         if let Some(c) = cpu {
@@ -485,12 +485,13 @@ fn data_path_cpu(choice: crate::cpu::CpuChoice) -> Result<Option<u32>> {
         .map_err(|e| anyhow::anyhow!("--cpu: {e}"))
 }
 
-/// The time-series file and its writer thread (`--timeseries`).
-fn open_series(settings: &Settings) -> Result<Option<SeriesOut>> {
+/// The time-series file and its writer thread (`--timeseries`), its ports
+/// named `names`.
+fn open_series(settings: &Settings, names: &[String]) -> Result<Option<SeriesOut>> {
     let Some((path, _)) = &settings.timeseries else {
         return Ok(None);
     };
-    let writer = SeriesWriter::create(path, settings.dilation)
+    let writer = SeriesWriter::create(path, settings.dilation, names.to_vec())
         .with_context(|| format!("creating {}", path.display()))?;
     Ok(Some(SeriesOut {
         writer,

@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn switch_csv_becomes_samples_from_traffic_start() {
         let text = format!(
-            "{}\n500.0,0,0,100,1,0,0,0\n1500.0,0,0,3000,2,1500,1,0\n1500.0,1,2,64,1,0,0,0\n2500.0,1,0,0,0,9000,0,2\n",
+            "{}\n500.0,0,0,100,1,0,0,0,a\n1500.0,0,0,3000,2,1500,1,0,a\n1500.0,1,2,64,1,0,0,0,b\n2500.0,1,0,0,0,9000,0,2,b\n",
             crate::timeseries::HEADER
         );
         let ports = vec!["x-h1-sw".to_string(), "x-h2-sw".to_string()];
@@ -317,11 +317,11 @@ mod tests {
             ),
             ("x-h2-sw", 2, 9000)
         );
-        let bad = format!("{}\n1.0,7,0,0,0,0,0,0\n", crate::timeseries::HEADER);
+        let bad = format!("{}\n1.0,7,0,0,0,0,0,0,p\n", crate::timeseries::HEADER);
         assert!(from_switch_csv(&bad, &ports, 0.0)
             .unwrap_err()
             .contains("port 7 of 2"));
-        let bad = format!("{}\n1.0,0,0,x,0,0,0,0\n", crate::timeseries::HEADER);
+        let bad = format!("{}\n1.0,0,0,x,0,0,0,0,p\n", crate::timeseries::HEADER);
         assert!(from_switch_csv(&bad, &ports, 0.0)
             .unwrap_err()
             .contains("line 2"));
