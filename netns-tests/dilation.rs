@@ -51,7 +51,6 @@ use common::{
     skip_unless_tools, stats_socket, switch_serial, CpuUse, CpuWatch, SwitchProc, TestTopo,
     Verdict,
 };
-use softswitch::topo::RxCpus;
 
 /// Emulated link rate, held undilated on this machine (BENCHMARKS.md,
 /// "Headroom": 500 Mbit/s holds).
@@ -83,18 +82,11 @@ struct Emulated {
 }
 
 fn one_flow(d: u32) -> (Emulated, CpuUse, Verdict) {
-    // The hosts' receive processing off the switch's CPU (RPS), the switch
-    // on the last one, as softswitch-exp runs.
-    let mut t = TestTopo::with(|c| {
-        c.hosts = 2;
-        c.rps = RxCpus::Auto;
-    });
+    let mut t = TestTopo::new(2);
     let d_s = d.to_string();
     let sw = SwitchProc::start(
         &t.switch_ifs(),
         &[
-            "--cpu",
-            "last",
             "--rate",
             RATE,
             "--aqm",

@@ -15,7 +15,7 @@ use common::{
     skip_unless_tools, stats_socket, switch_serial, tcp_ext_counter, wait_no_xdp, xdp_attached,
     CpuUse, CpuWatch, SwitchProc, TestTopo, Verdict,
 };
-use softswitch::topo::{Host, RxCpus};
+use softswitch::topo::Host;
 
 /// Starts the switch on all hosts of `t` with `args`; `bound` is the
 /// `--duration` safety bound.
@@ -230,16 +230,11 @@ fn dctcp_transfer_negotiates_ecn() {
 /// `aqm`: receiver goodput (bit/s, slow start omitted), the switch's CPU
 /// use during the transfer, and a summary of its counters.
 fn shaped_run(aqm: &str) -> ((f64, String, Verdict), CpuUse) {
-    // As softswitch-exp and the demo run: the hosts' receive processing off
-    // the switch's CPU (RPS), the switch on the last one.
-    let mut t = TestTopo::with(|c| {
-        c.hosts = 2;
-        c.rps = RxCpus::Auto;
-    });
+    let mut t = TestTopo::new(2);
     let sw = switch(
         &t,
         "",
-        &["--rate", "500mbit", "--aqm", aqm, "--cpu", "last"],
+        &["--rate", "500mbit", "--aqm", aqm],
         Duration::from_secs(40),
     );
     ping(&t.hosts[0], t.hosts[1].ip);
@@ -559,12 +554,10 @@ fn rt_hog(
 }
 
 /// One 4 s transfer h1 -> h2 through a 250 Mbit/s TCN port pinned to the
-/// last CPU, the hosts' receive processing steered to the others (RPS:
-/// without it, at 500 Mbit/s three unloaded runs in a row lost 1.1–3.0 % of
-/// their backlogged link time on a fresh VM of this kind — the receiving
-/// host's stack ran inside the switch's tx kicks), with or without an RT
-/// hog stalling that CPU for 20 ms of every 100 ms: the switch's exit JSON
-/// and its CPU use.
+/// last CPU (at 500 Mbit/s three unloaded runs in a row lost 1.1–3.0 % of
+/// their backlogged link time on a fresh VM of this kind: the receiving
+/// host's stack runs inside the switch's tx kicks), with or without an RT hog stalling that CPU for 20 ms of every
+/// 100 ms: the switch's exit JSON and its CPU use.
 fn guarded_run(hog: bool) -> (serde_json::Value, CpuUse) {
     let cpu = *softswitch::cpu::allowed_cpus()
         .unwrap()
@@ -572,10 +565,7 @@ fn guarded_run(hog: bool) -> (serde_json::Value, CpuUse) {
         .max()
         .unwrap();
     let cpu_arg = cpu.to_string();
-    let mut t = TestTopo::with(|c| {
-        c.hosts = 2;
-        c.rps = RxCpus::Auto;
-    });
+    let mut t = TestTopo::new(2);
     let sw = switch(
         &t,
         "",
