@@ -7,9 +7,11 @@
 # dilation D, default 4, where this 2-vCPU machine comes closest to holding
 # 1 Gbit/s: the wire runs at RATE / D and every time lasts D times longer;
 # 1 = real time; README, "Time dilation"), DURATION (10, real seconds), PREFIX (demo),
-# RPS (auto: the hosts' receive processing on every CPU but the last, and the
-# switch pinned to the last, so a tx kick does not run a host's TCP stack on
-# the switch's CPU; off: Linux's default, the switch unpinned),
+# RPS (off: Linux's receive processing, the switch unpinned; auto: the hosts'
+# receive processing on every CPU but the last and the switch pinned to the
+# last — fewer stalls inside tx kicks, but the sender then processes its ACKs
+# in batches and bursts: BENCHMARKS.md, "The hosts' receive processing off
+# the switch's CPU"),
 # SWITCH_ARGS (more softswitch flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ RATE=${RATE:-1gbit}
 DILATION=${DILATION:-4}
 SECS=${DURATION:-10}
 PREFIX=${PREFIX:-demo}
-RPS=${RPS:-auto}
+RPS=${RPS:-off}
 PIN=
 [ "$RPS" = auto ] && PIN="--cpu last"
 

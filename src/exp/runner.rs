@@ -783,26 +783,27 @@ pub(super) mod tests {
         )
         .join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
-        // By default the hosts' receive work leaves the last CPU to the switch.
-        assert!(a.contains("--cpu last"), "{a}");
-        assert_eq!(topo_config(&sc, "xt").unwrap().rps, RxCpus::Auto);
+        // By default Linux's receive processing, the switch unpinned.
+        assert!(!a.contains("--cpu"), "{a}");
+        assert_eq!(topo_config(&sc, "xt").unwrap().rps, RxCpus::Kernel);
         assert_eq!(
             manifest(&sc, "t", &opts(), "xt", &t, &sc.combos(), "now")["rps"],
-            "auto"
+            "off"
         );
-        let mut off = sc.clone();
-        off.topology.rps = Some("off".into());
+        // `rps = "auto"`: the hosts' receive work leaves the last CPU to the switch.
+        let mut auto = sc.clone();
+        auto.topology.rps = Some("auto".into());
         let a = switch_args(
-            &off,
+            &auto,
             &t,
             "tcn",
             Path::new("/tmp/s.sock"),
             Path::new("/tmp/out"),
         );
-        assert!(!a.contains(&"--cpu".to_string()), "{a:?}");
-        assert_eq!(topo_config(&off, "xt").unwrap().rps, RxCpus::Kernel);
+        assert!(a.join(" ").contains("--cpu last"), "{a:?}");
+        assert_eq!(topo_config(&auto, "xt").unwrap().rps, RxCpus::Auto);
         // A pin of the user's own is kept.
-        let mut own = sc.clone();
+        let mut own = auto.clone();
         own.switch.extra_args = vec!["--cpu".into(), "0".into()];
         let a = switch_args(
             &own,

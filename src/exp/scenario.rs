@@ -230,10 +230,12 @@ pub struct TopologySpec {
     #[serde(default)]
     pub tcp_pacing: bool,
     /// Which CPUs run the hosts' receive processing (`topo up --rps`):
-    /// `"auto"` (the default here) steers it to every CPU but the last and
-    /// pins the switch to the last (`--cpu last`), so that a tx kick does
-    /// not run the receiving host's stack on the switch's CPU; `"off"`
-    /// keeps Linux's default; a CPU list (`"0"`, `"0-2"`) steers there and
+    /// `"off"` (default) keeps Linux's; `"auto"` steers it to every CPU but
+    /// the last and pins the switch to the last (`--cpu last`), so that a
+    /// tx kick does not run the receiving host's stack on the switch's CPU
+    /// — an option with a price: a sender's ACKs are then processed in
+    /// batches and it bursts (BENCHMARKS.md, "The hosts' receive processing
+    /// off the switch's CPU"); a CPU list (`"0"`, `"0-2"`) steers there and
     /// leaves the switch unpinned (pin it with `extra_args`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rps: Option<String>,
@@ -615,13 +617,13 @@ impl Scenario {
     }
 
     /// Which CPUs run the hosts' receive processing (`topology.rps`,
-    /// default `auto`).
+    /// default Linux's own).
     pub fn rps(&self) -> RxCpus {
         self.topology
             .rps
             .as_deref()
             .and_then(|r| r.parse().ok())
-            .unwrap_or(RxCpus::Auto)
+            .unwrap_or_default()
     }
 
     /// The time dilation D the scenario runs at (1 when absent; `validate`
