@@ -703,6 +703,12 @@ pub(super) mod tests {
         }
     }
 
+    /// The switch's command line for `aqm`, its socket `/tmp/s.sock`, the
+    /// run's directory `/tmp/out`.
+    fn args(sc: &Scenario, t: &Topology, aqm: &str) -> Vec<String> {
+        switch_args(sc, t, aqm, Path::new("/tmp/s.sock"), Path::new("/tmp/out"))
+    }
+
     pub(crate) fn topo(n: usize) -> Topology {
         Topology {
             prefix: "xt".into(),
@@ -749,14 +755,7 @@ pub(super) mod tests {
         .unwrap();
         sc.validate().unwrap();
         let t = topo(9);
-        let a = switch_args(
-            &sc,
-            &t,
-            "tcn",
-            Path::new("/tmp/s.sock"),
-            Path::new("/tmp/out"),
-        )
-        .join(" ");
+        let a = args(&sc, &t, "tcn").join(" ");
         assert!(a.starts_with("--ports xt-h1-sw,xt-h2-sw,"), "{a}");
         for want in [
             "--aqm tcn",
@@ -774,14 +773,7 @@ pub(super) mod tests {
             !a.contains("--frames"),
             "the switch sizes its UMEM itself: {a}"
         );
-        let d = switch_args(
-            &sc,
-            &t,
-            "dctcp",
-            Path::new("/tmp/s.sock"),
-            Path::new("/tmp/out"),
-        )
-        .join(" ");
+        let d = args(&sc, &t, "dctcp").join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
         // By default Linux's receive processing, the switch unpinned.
         assert!(!a.contains("--cpu"), "{a}");
@@ -793,25 +785,13 @@ pub(super) mod tests {
         // `rps = "auto"`: the hosts' receive work leaves the last CPU to the switch.
         let mut auto = sc.clone();
         auto.topology.rps = Some("auto".into());
-        let a = switch_args(
-            &auto,
-            &t,
-            "tcn",
-            Path::new("/tmp/s.sock"),
-            Path::new("/tmp/out"),
-        );
+        let a = args(&auto, &t, "tcn");
         assert!(a.join(" ").contains("--cpu last"), "{a:?}");
         assert_eq!(topo_config(&auto, "xt").unwrap().rps, RxCpus::Auto);
         // A pin of the user's own is kept.
         let mut own = auto.clone();
         own.switch.extra_args = vec!["--cpu".into(), "0".into()];
-        let a = switch_args(
-            &own,
-            &t,
-            "tcn",
-            Path::new("/tmp/s.sock"),
-            Path::new("/tmp/out"),
-        );
+        let a = args(&own, &t, "tcn");
         assert_eq!(a.iter().filter(|x| *x == "--cpu").count(), 1, "{a:?}");
         let mut bad = sc.clone();
         bad.topology.rps = Some("x".into());
@@ -828,8 +808,7 @@ pub(super) mod tests {
         .replace("hosts = 3", "hosts = 4");
         let sc = Scenario::from_toml(&text, Path::new("t.toml")).unwrap();
         sc.validate().unwrap();
-        let out = Path::new("/tmp/out");
-        let a = switch_args(&sc, &topo(4), "dctcp", Path::new("/tmp/s.sock"), out).join(" ");
+        let a = args(&sc, &topo(4), "dctcp").join(" ");
         assert!(
             a.starts_with(
                 "--ports xt-h1-sw,xt-h2-sw,xt-h3-sw,xt-h4-sw --topology /tmp/out/fabric.toml "
@@ -865,9 +844,8 @@ pub(super) mod tests {
     #[test]
     fn d_reaches_the_switch_the_hosts_and_the_manifest_only_when_dilated() {
         let t = topo(3);
-        let sock = Path::new("/tmp/s.sock");
         let sc1 = Scenario::from_toml(STATIC, Path::new("t.toml")).unwrap();
-        let a1 = switch_args(&sc1, &t, "dctcp", sock, Path::new("/tmp/out"));
+        let a1 = args(&sc1, &t, "dctcp");
         assert!(!a1.contains(&"--dilation".to_string()), "{a1:?}");
         assert!(topo_config(&sc1, "xt").unwrap().dilation.is_none());
         let m1 = manifest(&sc1, "t", &opts(), "xt", &t, &sc1.combos(), "now");
@@ -876,7 +854,7 @@ pub(super) mod tests {
         let sc4 =
             Scenario::from_toml(&format!("dilation = 4\n{STATIC}"), Path::new("t.toml")).unwrap();
         sc4.validate().unwrap();
-        let a4 = switch_args(&sc4, &t, "dctcp", sock, Path::new("/tmp/out"));
+        let a4 = args(&sc4, &t, "dctcp");
         // Everything else is the same, the rate still the emulated one.
         let at = a4
             .iter()
