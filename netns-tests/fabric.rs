@@ -9,7 +9,10 @@
 //!   by ECMP (the per-next-hop flow counts of leaf1's route to leaf2);
 //! * with 100 Mbit/s spine links under 1 Gbit/s host links, leaf1's
 //!   uplinks queue, DCTCP marks there (CE reaches the senders), the host
-//!   ports do not mark, and the report names the marking link.
+//!   ports do not mark, and the report names the marking link;
+//! * capture (`--pcap`) writes every hop's rx and tx files under the
+//!   port's fabric name, each holding what that port's counters say it
+//!   received and sent, and a link's two ends agree.
 //!
 //! Every test holds [`common::switch_serial`]; hosts, the switch and the
 //! topology file are removed when the test ends, also on failure.
@@ -256,4 +259,81 @@ fn a_slow_spine_link_marks_and_the_report_names_it() {
         "goodput too low: {:?} Mbit/s; {cpu}",
         r.bps.map(|b| b / 1e6)
     );
+}
+
+#[test]
+fn capture_writes_every_hop_and_a_links_ends_agree() {
+    let name = "capture_writes_every_hop_and_a_links_ends_agree";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _serial = switch_serial();
+    let t = TestTopo::new(4);
+    let topo = TopoFile::new(&t.prefix, &leaf_spine("500mbit", "500mbit"));
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("softswitch-{}-cap-", t.prefix))
+        .tempdir()
+        .unwrap_or_else(|e| panic!("a temporary capture directory: {e}"));
+    let dir_s = dir.path().display().to_string();
+    let sw = start(
+        &t,
+        &topo,
+        &["--aqm", "dctcp", "--pcap", &dir_s, "--pcap-snaplen", "64"],
+        Duration::from_secs(60),
+    );
+    for a in 0..4 {
+        for b in 0..4 {
+            if a != b {
+                ping(&t.hosts[a], t.hosts[b].ip);
+            }
+        }
+    }
+    let exit = sw.stop();
+    let j = assert_sound(&exit);
+    let files = j["capture"]["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no capture summary in the counters: {j}"))
+        .clone();
+    assert_eq!(files.len(), 24, "rx and tx for 12 fabric ports: {files:?}");
+    let file = |port: &str, d: &str| -> u64 {
+        let f = files
+            .iter()
+            .find(|f| f["port"] == port && f["dir"] == d)
+            .unwrap_or_else(|| panic!("no {port} {d} file: {files:?}"));
+        assert_eq!(f["lost"], 0, "{f}");
+        assert_eq!(f["truncated"], 0, "{f}");
+        assert_eq!(f["written"], f["seen"], "{f}");
+        let path = f["path"].as_str().unwrap();
+        let name = format!("{port}-{d}.pcapng");
+        assert!(path.ends_with(&name), "{path}");
+        let len = std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .len();
+        assert_eq!(len, f["bytes"].as_u64().unwrap(), "{path}");
+        f["written"].as_u64().unwrap()
+    };
+    let mut on_links = 0;
+    for p in j["ports"].as_array().unwrap() {
+        let n = p["name"].as_str().unwrap();
+        assert_eq!(
+            file(n, "rx"),
+            p["io"]["rx_packets"].as_u64().unwrap(),
+            "{n} rx"
+        );
+        assert_eq!(
+            file(n, "tx"),
+            p["io"]["tx_packets"].as_u64().unwrap(),
+            "{n} tx"
+        );
+        // A link direction a:b sends what b:a receives.
+        if let Some((a, b)) = n.split_once(':') {
+            if !b.starts_with('h') {
+                let back = format!("{b}:{a}");
+                assert_eq!(file(n, "tx"), file(&back, "rx"), "{n} tx vs {back} rx");
+                on_links += file(n, "tx");
+            }
+        }
+    }
+    // h1 and h2 reach h3 and h4 only over a spine: the links carried pings.
+    assert!(on_links >= 8 * 2, "{on_links} frames on links");
 }

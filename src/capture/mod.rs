@@ -27,6 +27,12 @@
 //! [`writer::Writer`], which writes the files on its own thread. Off, the
 //! packet path pays one branch on an `Option` per hook.
 //!
+//! In a fabric (`--topology`) every switch has its own [`Capture`], built
+//! with [`Capture::renumbered`] so that its records and fates carry the
+//! fabric-wide port numbers; the data path appends the switches' batches
+//! ([`Batch::append`]) and the files are named by the fabric's port names
+//! (`leaf1:spine2-tx.pcapng`).
+//!
 //! Timestamps are the switch's own clock (the `now` the packet path ran
 //! with, ns since start) plus the wall-clock time at start, so files of
 //! different ports line up with each other and with the time series. Under
@@ -186,6 +192,25 @@ impl Batch {
     pub fn fates_of(&self, r: &Record) -> &[Fate] {
         &self.fates[r.fates.0 as usize..r.fates.1 as usize]
     }
+    /// Appends `other`'s records (same port numbering), with their bytes
+    /// and fates, and adds its lost counts.
+    pub fn append(&mut self, other: &Batch) {
+        let (db, df) = (self.bytes.len() as u32, self.fates.len() as u32);
+        self.records.extend(other.records.iter().map(|r| Record {
+            data: (r.data.0 + db, r.data.1 + db),
+            fates: (r.fates.0 + df, r.fates.1 + df),
+            ..*r
+        }));
+        self.bytes.extend_from_slice(&other.bytes);
+        self.fates.extend_from_slice(&other.fates);
+        if self.lost.len() < other.lost.len() {
+            self.lost.resize(other.lost.len(), [0, 0]);
+        }
+        for (l, o) in self.lost.iter_mut().zip(&other.lost) {
+            l[0] += o[0];
+            l[1] += o[1];
+        }
+    }
     /// Adds every record to `lost` (the batch could not be written).
     pub fn count_lost(&self, lost: &mut [[u64; 2]]) {
         for r in &self.records {
@@ -225,14 +250,41 @@ pub struct Capture {
     open_rx: Option<usize>,
     /// Per port, the notes of packets on the delay line (FIFO, as the line).
     tx_notes: Vec<std::collections::VecDeque<TxNote>>,
+    /// The port numbers records and fates carry, by the switch's own port
+    /// number (a fabric's switch reports its ports by their place among
+    /// all the fabric's ports); None: the switch's own numbers.
+    numbers: Option<Vec<u16>>,
+    /// Ports the records are numbered among (the `lost` counters' length).
+    reported_ports: usize,
 }
 
 impl Capture {
     /// Capture per `cfg` (one entry in `cfg.ports` per switch port).
     pub fn new(cfg: CaptureConfig) -> Self {
         let n = cfg.ports.len();
+        Self::build(cfg, None, n)
+    }
+    /// Capture per `cfg` (one entry per switch port) for one switch among
+    /// several: its port `p` is reported as port `numbers[p]` of
+    /// `reported_ports` (records, fates and lost counts), so the batches
+    /// of a fabric's switches are one numbering's ([`Batch::append`]).
+    ///
+    /// # Panics
+    /// When `numbers` does not give every port a number below `reported_ports`
+    /// (a caller's bug, at start-up).
+    pub fn renumbered(cfg: CaptureConfig, numbers: Vec<u16>, reported_ports: usize) -> Self {
+        assert!(
+            numbers.len() == cfg.ports.len()
+                && numbers.iter().all(|&g| (g as usize) < reported_ports),
+            "capture port numbers {numbers:?} for {} ports among {reported_ports}",
+            cfg.ports.len()
+        );
+        Self::build(cfg, Some(numbers), reported_ports)
+    }
+    fn build(cfg: CaptureConfig, numbers: Option<Vec<u16>>, reported_ports: usize) -> Self {
+        let n = cfg.ports.len();
         let batch = Batch {
-            lost: vec![[0, 0]; n],
+            lost: vec![[0, 0]; reported_ports],
             ..Batch::default()
         };
         Capture {
@@ -242,6 +294,16 @@ impl Capture {
                 .map(|_| std::collections::VecDeque::with_capacity(1024))
                 .collect(),
             cfg,
+            numbers,
+            reported_ports,
+        }
+    }
+    /// The number port `port` is reported as.
+    #[inline]
+    fn number(&self, port: u16) -> u16 {
+        match &self.numbers {
+            Some(m) => m[port as usize],
+            None => port,
         }
     }
     /// The configuration.
@@ -262,12 +324,13 @@ impl Capture {
         // The current frame's record leaves with the batch.
         self.open_rx = None;
         empty.clear();
-        empty.lost.resize(self.cfg.ports.len(), [0, 0]);
+        empty.lost.resize(self.reported_ports, [0, 0]);
         std::mem::replace(&mut self.batch, empty)
     }
 
     /// Appends a record of `bytes` (cut to the snap length); None when the batch is full.
     fn push(&mut self, port: u16, dir: Dir, t_ns: Nanos, bytes: &[u8], len: u32) -> Option<usize> {
+        let port = self.number(port);
         if self.batch.records.len() >= MAX_BATCH_RECORDS {
             self.batch.lost[port as usize][dir as usize] += 1;
             return None;
@@ -309,6 +372,7 @@ impl Capture {
     }
     /// What egress port `out`'s `enqueue` did with the current `rx`'s frame.
     pub fn enqueued(&mut self, out: u16, admission: Admission) {
+        let out = self.number(out);
         let fate = match admission {
             Admission::Queued { queue, mark, ce } => Fate::Enqueued {
                 port: out,

@@ -40,6 +40,18 @@ impl FabricSettings {
         self.ports.iter().flatten()
     }
 
+    /// Every egress port's name in the data path's order (the hosts'
+    /// ports in the hosts' order, then the links', switch by switch):
+    /// `leaf1:h1`, …, `leaf1:spine1`, …
+    pub fn port_names(&self) -> Vec<String> {
+        let layout = Layout::new(&self.desc);
+        layout
+            .port_order()
+            .into_iter()
+            .map(|(s, p)| layout.port_name(&self.desc, s, p))
+            .collect()
+    }
+
     /// The start-up lines: the fabric, which interface is which host, and
     /// every port.
     pub fn describe(&self, interfaces: &[String], ingress_limit: u32) -> String {
@@ -170,12 +182,6 @@ fn refuse_single_switch_settings(
         return Err(ConfigError::Invalid(format!(
             "--aqm r-aqm with --topology {f}: R-AQM in a fabric is not supported yet; \
              run it on a single switch"
-        )));
-    }
-    if l.get(|o| &o.pcap).is_some() {
-        return Err(ConfigError::Invalid(format!(
-            "--pcap with --topology {f}: capture in a fabric is not supported yet; \
-             capture on a single switch, or on the hosts (tcpdump in their namespaces)"
         )));
     }
     Ok(())

@@ -19,7 +19,7 @@ use anyhow::Result;
 use super::build::{build_fabric, build_switch};
 use super::snapshot::Snapshot;
 use crate::aqm::AqmKind;
-use crate::capture::{Capture, CaptureConfig};
+use crate::capture::{Batch, Capture, CaptureConfig};
 use crate::config::Settings;
 use crate::fabric::Fabric;
 use crate::fidelity::{LoopStalls, Thresholds};
@@ -59,10 +59,15 @@ pub trait Core: Sized {
     fn count_link_down(&mut self, port: u16, n: u64);
     /// Periodic ageing (the bridge's MAC table; a fabric's routes do not age).
     fn age(&mut self, now: Nanos);
-    /// Turns capture on; Err: this core cannot capture.
-    fn enable_capture(&mut self, cfg: CaptureConfig) -> Result<()>;
-    /// The capture, when on.
-    fn capture_mut(&mut self) -> Option<&mut Capture>;
+    /// Turns capture on, `cfg.ports` in the data path's port numbers
+    /// ([`port_names`](Self::port_names)' order).
+    fn enable_capture(&mut self, cfg: CaptureConfig);
+    /// Records captured and not yet taken (0 when capture is off).
+    fn captured(&self) -> usize;
+    /// Hands out the records captured so far, numbered as the data path's
+    /// ports, leaving `empty` (cleared) to fill; `empty` back, cleared, when
+    /// capture is off.
+    fn take_capture(&mut self, empty: Batch) -> Batch;
     /// The counter snapshot at `now`, ports named `names`.
     fn snapshot(&self, names: &Arc<[String]>, now: Nanos, guard: &Thresholds) -> Snapshot;
     /// One time-series sample at `now`.
@@ -114,13 +119,21 @@ impl Core for Switch<AqmKind> {
     fn age(&mut self, now: Nanos) {
         Switch::age(self, now)
     }
-    fn enable_capture(&mut self, cfg: CaptureConfig) -> Result<()> {
+    fn enable_capture(&mut self, cfg: CaptureConfig) {
         Switch::enable_capture(self, cfg);
-        Ok(())
     }
     #[inline]
-    fn capture_mut(&mut self) -> Option<&mut Capture> {
-        Switch::capture_mut(self)
+    fn captured(&self) -> usize {
+        self.capture().map_or(0, |c| c.pending().records.len())
+    }
+    fn take_capture(&mut self, mut empty: Batch) -> Batch {
+        match Switch::capture_mut(self) {
+            Some(c) => c.take(empty),
+            None => {
+                empty.clear();
+                empty
+            }
+        }
     }
     fn snapshot(&self, names: &Arc<[String]>, now: Nanos, guard: &Thresholds) -> Snapshot {
         Snapshot::take(self, names, now, guard)
@@ -141,13 +154,20 @@ pub struct FabricCore {
     fabric: Fabric<AqmKind>,
     /// [`Fabric::port_order`], computed once.
     order: Vec<(usize, u16)>,
+    /// Per switch, an empty batch to swap for its capture's records
+    /// (capture on: one per switch; off: none).
+    spares: Vec<Batch>,
 }
 
 impl FabricCore {
     /// Wraps a fabric (its hosts are the data path's ports).
     pub fn new(fabric: Fabric<AqmKind>) -> Self {
         let order = fabric.port_order();
-        FabricCore { fabric, order }
+        FabricCore {
+            fabric,
+            order,
+            spares: Vec::new(),
+        }
     }
     /// The fabric.
     pub fn fabric(&self) -> &Fabric<AqmKind> {
@@ -203,14 +223,53 @@ impl Core for FabricCore {
         }
     }
     fn age(&mut self, _now: Nanos) {}
-    fn enable_capture(&mut self, _cfg: CaptureConfig) -> Result<()> {
-        Err(anyhow::anyhow!(
-            "capture in a fabric is not supported yet (--pcap with --topology)"
-        ))
+    /// Every switch captures its own ports, reporting each by its place in
+    /// the data path's order: a frame crossing the fabric is in every
+    /// hop's rx and tx files (`leaf1:h1-rx`, `leaf1:spine2-tx`,
+    /// `spine2:leaf1-rx`, …), each with that switch's fate for it.
+    fn enable_capture(&mut self, cfg: CaptureConfig) {
+        let n = self.order.len();
+        let switches = self.fabric.switches_mut();
+        let mut numbers: Vec<Vec<u16>> =
+            switches.iter().map(|s| vec![0; s.ports().len()]).collect();
+        for (g, &(s, p)) in self.order.iter().enumerate() {
+            numbers[s][p as usize] = g as u16;
+        }
+        for (sw, numbers) in switches.iter_mut().zip(numbers) {
+            let ports = numbers
+                .iter()
+                .map(|&g| cfg.ports.get(g as usize).copied().unwrap_or(false))
+                .collect();
+            let local = CaptureConfig {
+                snaplen: cfg.snaplen,
+                ports,
+            };
+            sw.set_capture(Capture::renumbered(local, numbers, n));
+        }
+        self.spares = (0..switches.len()).map(|_| Batch::default()).collect();
     }
     #[inline]
-    fn capture_mut(&mut self) -> Option<&mut Capture> {
-        None
+    fn captured(&self) -> usize {
+        self.fabric
+            .switches()
+            .iter()
+            .filter_map(|s| s.capture())
+            .map(|c| c.pending().records.len())
+            .sum()
+    }
+    /// The switches' records one after the other: within a port (one
+    /// switch's) they stay in time order, which is what the writer needs.
+    fn take_capture(&mut self, mut empty: Batch) -> Batch {
+        empty.clear();
+        empty.lost.resize(self.order.len(), [0, 0]);
+        for (sw, spare) in self.fabric.switches_mut().iter_mut().zip(&mut self.spares) {
+            if let Some(c) = sw.capture_mut() {
+                let b = c.take(std::mem::take(spare));
+                empty.append(&b);
+                *spare = b;
+            }
+        }
+        empty
     }
     fn snapshot(&self, names: &Arc<[String]>, now: Nanos, guard: &Thresholds) -> Snapshot {
         Snapshot::take_fabric(&self.fabric, &self.order, names, now, guard)

@@ -288,7 +288,6 @@ fn topologies_that_cannot_run_say_why() {
             &["--port-rate", "a=1gbit"][..],
             "--port-rate a=... with --topology",
         ),
-        (&["--pcap", "dir"][..], "--pcap with --topology"),
         (&["--aqm", "r-aqm"][..], "--aqm r-aqm with --topology"),
     ] {
         let mut args = vec!["--topology", &t, "--ports", four];
@@ -356,4 +355,152 @@ fn the_topology_gives_each_port_its_aqm_and_buffer() {
     assert!(s
         .describe()
         .contains("host h3 (10.99.0.3) = interface ss-h3-sw on port leaf2:h3"));
+}
+
+/// Capture in a fabric: every switch records its own ports under their
+/// fabric names, so one flow h1 → h3 shows at each hop, rx and tx, with
+/// that hop's fate (and the marking uplink's CE) in the comments.
+#[test]
+fn capture_follows_a_flow_through_every_hop() {
+    use crate::capture::{comment, Batch as Cap, CaptureConfig, Dir, Fate};
+    let topo = TopoFile::new(LEAF_SPINE);
+    let s = fabric_settings(
+        &topo,
+        &[
+            "--aqm",
+            "dctcp",
+            "--aqm-opt",
+            "k=30kb",
+            "--pcap",
+            "/nonexistent-cap",
+        ],
+    );
+    let p = s.pcap.as_ref().unwrap();
+    assert_eq!(p.ports.len(), 12, "every fabric port, links included");
+    let mut c = FabricCore::build(&s).unwrap();
+    let names = c.port_names(&[]);
+    c.enable_capture(CaptureConfig {
+        snaplen: p.snaplen,
+        ports: p.ports.clone(),
+    });
+    let mut st = VecStore::default();
+    for _ in 0..60 {
+        send(&mut c, &mut st, 0, udp(1, 3, 5000, 1500), 0);
+    }
+    let mut got = Cap::default();
+    let mut now = 0;
+    while now <= 20 * MS {
+        let mut out = Vec::new();
+        c.poll(now, &mut st, |_, pkt| out.push(pkt.frame));
+        for f in out {
+            st.take(f);
+        }
+        now += 10 * US;
+        // Taken in several batches, as the data path does.
+        if now % MS == 0 {
+            got.append(&c.take_capture(Cap::default()));
+        }
+    }
+    got.append(&c.take_capture(Cap::default()));
+    assert_eq!(c.captured(), 0);
+    let count = |name: &str, dir: Dir| {
+        let g = names.iter().position(|n| n == name).unwrap() as u16;
+        got.records
+            .iter()
+            .filter(|r| r.port == g && r.dir == dir)
+            .count()
+    };
+    // Host port in, one uplink per flow (ECMP), the spine, leaf2, host port out.
+    assert_eq!(count("leaf1:h1", Dir::Rx), 60);
+    let up: Vec<&str> = ["leaf1:spine1", "leaf1:spine2"]
+        .into_iter()
+        .filter(|n| count(n, Dir::Tx) > 0)
+        .collect();
+    assert_eq!(up.len(), 1, "one flow takes one uplink: {up:?}");
+    let spine = &up[0]["leaf1:".len()..];
+    assert_eq!(count(up[0], Dir::Tx), 60);
+    assert_eq!(count(&format!("{spine}:leaf1"), Dir::Rx), 60);
+    assert_eq!(count(&format!("{spine}:leaf2"), Dir::Tx), 60);
+    assert_eq!(count(&format!("leaf2:{spine}"), Dir::Rx), 60);
+    assert_eq!(count("leaf2:h3", Dir::Tx), 60);
+    assert_eq!(got.records.len(), 360);
+    assert!(got.lost.iter().all(|l| l == &[0, 0]));
+    // Fates name the fabric's ports: leaf1 enqueued h1's frames on the uplink.
+    let mut text = String::new();
+    let first_rx = got.records.iter().find(|r| r.dir == Dir::Rx).unwrap();
+    comment(got.fates_of(first_rx), &names, &mut text);
+    assert_eq!(text, format!("{} q0: enqueued", up[0]));
+    // The uplink (100 Mbit/s, K = 30 KB) marked some; its tx records say so
+    // and carry the CE bytes; the spine's rx of the same frames sees CE.
+    let g_up = names.iter().position(|n| n == up[0]).unwrap() as u16;
+    let marked = got
+        .records
+        .iter()
+        .filter(|r| r.port == g_up && r.dir == Dir::Tx)
+        .filter(|r| {
+            matches!(got.fates_of(r), [Fate::Sent { ce: true, .. }]) && got.data(r)[15] & 3 == 3
+        })
+        .count();
+    assert!(marked > 0 && marked < 60, "{marked} marked on {}", up[0]);
+    // Per-record time order within each port and direction.
+    for g in 0..names.len() as u16 {
+        for dir in [Dir::Rx, Dir::Tx] {
+            let t: Vec<Nanos> = got
+                .records
+                .iter()
+                .filter(|r| r.port == g && r.dir == dir)
+                .map(|r| r.t_ns)
+                .collect();
+            assert!(
+                t.windows(2).all(|w| w[0] <= w[1]),
+                "{} {dir:?}",
+                names[g as usize]
+            );
+        }
+    }
+}
+
+#[test]
+fn capture_in_a_fabric_takes_port_names_and_refuses_others() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let s = fabric_settings(
+        &topo,
+        &[
+            "--pcap",
+            "/nonexistent-cap",
+            "--pcap-ports",
+            "spine1:leaf2,leaf2:h3",
+        ],
+    );
+    let on: Vec<usize> = s
+        .pcap
+        .as_ref()
+        .unwrap()
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b)
+        .map(|(i, _)| i)
+        .collect();
+    let c = FabricCore::build(&s).unwrap();
+    let names = c.port_names(&[]);
+    assert_eq!(
+        on.iter().map(|&i| names[i].as_str()).collect::<Vec<_>>(),
+        ["leaf2:h3", "spine1:leaf2"]
+    );
+    let t = topo.arg();
+    let e = err(&[
+        "--topology",
+        &t,
+        "--ports",
+        "a,b,c,d",
+        "--pcap",
+        "/nonexistent-cap",
+        "--pcap-ports",
+        "a",
+    ]);
+    assert!(
+        e.contains("--pcap-ports \"a\": not one of the switch's ports (leaf1:h1,"),
+        "{e}"
+    );
 }

@@ -222,7 +222,7 @@ impl<'a, C: Core> DataPath<'a, C> {
         };
         let counter_names = sw.port_names(&names);
         let series = open_series(settings, &counter_names)?;
-        let pcap = open_pcap(settings, &mut sw, &names)?;
+        let pcap = open_pcap(settings, &mut sw, &counter_names)?;
         // Pin only now: the stats and time-series threads above stay free to
         // run on other CPUs.
         if let Some(c) = cpu {
@@ -369,12 +369,12 @@ impl<'a, C: Core> DataPath<'a, C> {
     /// Hands the capture writer what was captured, in batches (or every
     /// [`PCAP_EVERY`]).
     fn hand_off_capture(&mut self, real_ns: Nanos) {
-        let (Some(out), Some(c)) = (self.pcap.as_mut(), self.sw.capture_mut()) else {
+        let Some(out) = self.pcap.as_mut() else {
             return;
         };
-        let n = c.pending().records.len();
+        let n = self.sw.captured();
         if n >= PCAP_BATCH || (n > 0 && self.chores.pcap.is_due(real_ns)) {
-            let full = c.take(std::mem::take(&mut out.spare));
+            let full = self.sw.take_capture(std::mem::take(&mut out.spare));
             out.spare = out.writer.send(full);
             self.chores.pcap.done(real_ns);
         }
@@ -511,7 +511,7 @@ fn open_pcap<C: Core>(
     sw.enable_capture(CaptureConfig {
         snaplen: p.snaplen,
         ports: p.ports.clone(),
-    })?;
+    });
     let writer = PcapWriter::start(WriterConfig {
         dir: p.dir.clone(),
         names: names.to_vec(),
@@ -538,10 +538,7 @@ fn finish_capture<C: Core>(pcap: Option<PcapOut>, sw: &mut C) -> Result<Option<S
     let Some(out) = pcap else {
         return Ok(None);
     };
-    let last = sw
-        .capture_mut()
-        .map(|c| c.take(PcapBatch::default()))
-        .unwrap_or_default();
+    let last = sw.take_capture(PcapBatch::default());
     let sum = out
         .writer
         .finish(last)

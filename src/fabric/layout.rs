@@ -61,6 +61,21 @@ impl Layout {
         Layout { ports, host_port }
     }
 
+    /// Every egress port as (switch, port): the host ports in the hosts'
+    /// order (so the `h`-th is host `h`'s), then every switch's link ports,
+    /// switch by switch.
+    pub fn port_order(&self) -> Vec<(usize, u16)> {
+        let mut v = self.host_port.clone();
+        for (s, ports) in self.ports.iter().enumerate() {
+            for (p, r) in ports.iter().enumerate() {
+                if let PortRole::Link { .. } = r {
+                    v.push((s, p as u16));
+                }
+            }
+        }
+        v
+    }
+
     /// The name of port `p` of switch `s`: `<switch>:<host or peer switch>`.
     pub fn port_name(&self, d: &FabricDesc, s: usize, p: u16) -> String {
         let me = &d.switches[s].name;

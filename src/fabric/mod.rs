@@ -332,15 +332,7 @@ impl<A: Aqm> Fabric<A> {
     /// switch by switch (the order of [`links`](Self::links)). The data
     /// path numbers the fabric's ports so in its counters and time series.
     pub fn port_order(&self) -> Vec<(usize, u16)> {
-        let mut v = self.layout.host_port.clone();
-        for (s, ports) in self.layout.ports.iter().enumerate() {
-            for (p, r) in ports.iter().enumerate() {
-                if let PortRole::Link { .. } = r {
-                    v.push((s, p as u16));
-                }
-            }
-        }
-        v
+        self.layout.port_order()
     }
 
     /// The name of port `p` of switch `s` (`leaf1:h3`, `leaf1:spine2`).

@@ -198,9 +198,18 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
     /// and what its egress ports did with them, into a batch the caller
     /// collects with [`capture_mut`](Self::capture_mut).
     pub fn enable_capture(&mut self, cfg: CaptureConfig) {
-        self.capture = Some(Box::new(Capture::new(cfg)));
+        self.set_capture(Capture::new(cfg));
+    }
+    /// Turns capture on with `capture` (e.g. one that reports this switch's
+    /// ports by their numbers in a fabric, [`Capture::renumbered`]).
+    pub fn set_capture(&mut self, capture: Capture) {
+        self.capture = Some(Box::new(capture));
     }
     /// The capture, when on.
+    pub fn capture(&self) -> Option<&Capture> {
+        self.capture.as_deref()
+    }
+    /// The capture, when on (mutable).
     pub fn capture_mut(&mut self) -> Option<&mut Capture> {
         self.capture.as_deref_mut()
     }
