@@ -152,6 +152,20 @@ fn ping_through_switch() {
         j["loop"]
     );
     assert!(j["loop"]["p50_us"].as_f64().unwrap() > 0.0, "{}", j["loop"]);
+    // It counted its tx kicks (the pings' replies went out by them), each
+    // flush's, and knows how much of the run its vCPU was stolen.
+    let k = &j["loop"]["tx_kicks"];
+    assert!(k["sendtos"].as_u64().unwrap_or(0) > 0, "{k}");
+    assert!(k["max_sendtos_per_flush"].as_u64().unwrap_or(0) >= 1, "{k}");
+    assert!(k["max_frames_per_sendto"].as_u64().unwrap_or(0) >= 1, "{k}");
+    assert!(k["max_sendto_us"].as_f64().unwrap_or(0.0) > 0.0, "{k}");
+    let stolen = j["loop"]["thread_stolen_ms"].as_f64();
+    // Undilated: the counters' time is real time.
+    let elapsed_ms = j["elapsed_s"].as_f64().unwrap() * 1e3;
+    assert!(
+        stolen.is_some_and(|s| (0.0..elapsed_ms).contains(&s)),
+        "thread_stolen_ms {stolen:?} of a {elapsed_ms} ms run"
+    );
     assert!(
         j["mac_entries"].as_u64().unwrap_or(0) >= 2,
         "switch learned fewer than 2 MACs: {}",

@@ -145,6 +145,14 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), ns: exact
+/// (the kernel brings the running thread's time up to date), and without
+/// steal time where the kernel accounts steal (paravirt guests).
+pub fn thread_cpu_ns() -> Option<u64> {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+}
+
 /// A thread's or process's `schedstat` line (`run_ns wait_ns timeslices`):
 /// time on a CPU and time runnable but waiting for one, ns.
 pub fn parse_schedstat(s: &str) -> Option<(u64, u64)> {

@@ -320,6 +320,26 @@ fn loop_section(out: &mut String, l: &Value, real: &str) {
                 "  the data-path thread waited {w:.1} ms in all for a CPU (other tasks ran on it)\n"
             ));
         }
+        if let Some(st) = l["thread_stolen_ms"].as_f64() {
+            out.push_str(&format!(
+                "  its vCPU was stolen {st:.1} ms in all (steal: the hypervisor ran other work), \
+                 {:.1} ms of it in stalls, longest stall's {:.1} us\n",
+                f("stalled_stolen_ms"),
+                f("max_stall_stolen_us"),
+            ));
+        }
+    }
+    if let Some(k) = l.get("tx_kicks") {
+        let g = |key: &str| k[key].as_f64().unwrap_or(0.0);
+        out.push_str(&format!(
+            "  tx kicks: {} sendto, longest {:.1} us ({} frames), at most {} frames in one, \
+             at most {} per flush\n",
+            u(&k["sendtos"]),
+            g("max_sendto_us"),
+            u(&k["frames_in_max_sendto"]),
+            u(&k["max_frames_per_sendto"]),
+            u(&k["max_sendtos_per_flush"]),
+        ));
     }
     if let Some(p) = l.get("poll") {
         let g = |k: &str| p[k].as_f64().unwrap_or(0.0);

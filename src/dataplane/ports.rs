@@ -203,6 +203,15 @@ impl Ports {
         received
     }
 
+    /// What every socket's tx kicks cost so far, as one.
+    pub(super) fn kick_cost(&self) -> crate::xsk::KickCost {
+        let mut c = crate::xsk::KickCost::default();
+        for s in self.socks.iter().flatten() {
+            c.merge(&s.kick_cost());
+        }
+        c
+    }
+
     /// Whether packets wait for a tx ring slot.
     pub(super) fn has_waiting(&self) -> bool {
         self.waiting.iter().any(|q| !q.is_empty())

@@ -390,7 +390,7 @@ impl<'a, C: Core> DataPath<'a, C> {
                 s.writer.send(full);
             }
         }
-        self.watch.publish();
+        self.watch.publish(self.clock.real_ns());
         let live = self.live_snapshot(now, self.ports.accounting());
         self.published.set_lazy(Arc::new(live));
     }
@@ -435,6 +435,15 @@ impl<'a, C: Core> DataPath<'a, C> {
         if self.settings.poll == PollMode::Adaptive {
             snap["loop"]["poll"] = self.waiter.report();
         }
+        // Real time: what the kernel's tx kicks cost the loop.
+        let k = self.ports.kick_cost();
+        snap["loop"]["tx_kicks"] = json!({
+            "sendtos": k.sendtos,
+            "max_sendto_us": k.max_sendto_ns as f64 / 1e3,
+            "frames_in_max_sendto": k.frames_in_max_sendto,
+            "max_frames_per_sendto": k.max_frames_per_sendto,
+            "max_sendtos_per_flush": k.max_sendtos_per_flush,
+        });
         if let Some(sum) = capture {
             snap["capture"] = json!(sum);
         }

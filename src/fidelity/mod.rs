@@ -87,6 +87,13 @@ pub struct StallTime {
     /// Waiting for a CPU (runnable, not running: other tasks ran on the
     /// switch's CPU), from the thread's schedstat; includes yields, ns.
     pub waited_ns: Nanos,
+    /// Stolen: the thread was neither running nor waiting for a CPU — its
+    /// vCPU was not running (the hypervisor gave the host's CPU to
+    /// another guest or its own work; Linux's steal time). Real time
+    /// minus the thread's CPU time (which excludes steal under paravirt
+    /// steal accounting) minus its wait, over the window since the
+    /// previous reading, ns. Part of it may also be inside a kick.
+    pub stolen_ns: Nanos,
 }
 
 impl StallTime {
@@ -98,6 +105,7 @@ impl StallTime {
             kicks_ns,
             yield_ns: self.yield_ns.min(ns - kicks_ns),
             waited_ns: self.waited_ns.min(ns),
+            stolen_ns: self.stolen_ns.min(ns),
         }
     }
 
@@ -106,6 +114,7 @@ impl StallTime {
         self.kicks_ns += o.kicks_ns;
         self.yield_ns += o.yield_ns;
         self.waited_ns += o.waited_ns;
+        self.stolen_ns += o.stolen_ns;
     }
 }
 
@@ -163,12 +172,21 @@ pub fn judged_lost_floor(th: &Thresholds) -> Nanos {
 /// the hosts' processes), tx kicks (the kernel delivering frames to the
 /// hosts and running their stacks on the switch's CPU), and what is left:
 /// the thread on its CPU but not in its loop (interrupts, or its vCPU paused
-/// by the hypervisor, which the guest cannot see). A part is named when it
-/// is at least half the time; otherwise the larger of kicks and the rest.
+/// by the hypervisor). Stolen time (the vCPU not running: steal) comes
+/// first, since it can fall inside any of the others (a kick the hypervisor
+/// interrupted lasts as long as the theft). A part is named when it is at
+/// least half the time; otherwise the larger of kicks and the rest.
 pub fn stall_cause(stalled_ns: Nanos, w: &StallTime) -> String {
     let half = stalled_ns.div_ceil(2);
     let rest = stalled_ns.saturating_sub(w.kicks_ns + w.waited_ns.max(w.yield_ns));
-    if w.yield_ns >= half {
+    if w.stolen_ns >= half {
+        format!(
+            "{} of it stolen: the switch's vCPU was not running (steal time — the \
+             hypervisor ran other work on the host's CPU; this machine's host, not \
+             softswitch or the hosts' stacks)",
+            human_time(w.stolen_ns)
+        )
+    } else if w.yield_ns >= half {
         format!(
             "{} of it after the idle switch yielded its CPU (another task, a host's \
              process or a kernel thread, kept it)",
@@ -343,11 +361,11 @@ mod tests {
                     kicks_ns: 400 * MS,
                     yield_ns: 50 * MS,
                     waited_ns: 60 * MS,
+                    stolen_ns: 0,
                 },
                 max_within: StallTime {
                     kicks_ns: MS,
-                    yield_ns: 0,
-                    waited_ns: 0,
+                    ..StallTime::default()
                 },
             }),
             &th,
@@ -384,6 +402,7 @@ mod tests {
             kicks_ns,
             yield_ns,
             waited_ns,
+            stolen_ns: 0,
         };
         let yielded = stall_cause(2 * MS, &t(100_000, 1_500_000, 1_600_000));
         assert!(
@@ -406,6 +425,29 @@ mod tests {
             paused.starts_with("5.0 ms of it on its CPU but outside"),
             "{paused}"
         );
+        // A stall whose time was mostly stolen says so, even inside a kick
+        // (the hypervisor interrupted the kick).
+        let stolen = stall_cause(
+            15 * MS,
+            &StallTime {
+                kicks_ns: 14 * MS,
+                stolen_ns: 12 * MS,
+                ..StallTime::default()
+            },
+        );
+        assert!(
+            stolen.starts_with("12.0 ms of it stolen: the switch's vCPU was not running"),
+            "{stolen}"
+        );
+        let some = stall_cause(
+            15 * MS,
+            &StallTime {
+                kicks_ns: 14 * MS,
+                stolen_ns: 7 * MS,
+                ..StallTime::default()
+            },
+        );
+        assert!(some.starts_with("14.0 ms of it inside tx kicks"), "{some}");
         // Exactly at the limit is still faithful.
         let v = judge(&[("p0", link(1000, 10_000, 0))], None, &th);
         assert!(v.faithful, "{v:?}");

@@ -38,6 +38,7 @@ pub struct PassIntervals {
     max_within: StallTime,
     max_kick_ns: Nanos,
     thread_waited_ns: Option<Nanos>,
+    thread_stolen_ns: Option<Nanos>,
 }
 
 impl Default for PassIntervals {
@@ -53,6 +54,7 @@ impl Default for PassIntervals {
             max_within: StallTime::default(),
             max_kick_ns: 0,
             thread_waited_ns: None,
+            thread_stolen_ns: None,
         }
     }
 }
@@ -83,6 +85,11 @@ impl PassIntervals {
     /// started (from its schedstat), for the report.
     pub fn set_thread_waited(&mut self, ns: Nanos) {
         self.thread_waited_ns = Some(ns);
+    }
+    /// How long the data-path thread's vCPU was stolen since the run
+    /// started ([`StallTime::stolen_ns`]), for the report.
+    pub fn set_thread_stolen(&mut self, ns: Nanos) {
+        self.thread_stolen_ns = Some(ns);
     }
 
     /// The stalls of a run `elapsed_ns` long, for the fidelity guard.
@@ -116,6 +123,9 @@ impl PassIntervals {
             "max_stall_in_kicks_us": self.max_within.kicks_ns as f64 / 1e3,
             "max_stall_in_yield_us": self.max_within.yield_ns as f64 / 1e3,
             "max_stall_waiting_us": self.max_within.waited_ns as f64 / 1e3,
+            "stalled_stolen_ms": self.within.stolen_ns as f64 / 1e6,
+            "max_stall_stolen_us": self.max_within.stolen_ns as f64 / 1e3,
+            "thread_stolen_ms": self.thread_stolen_ns.map(|n| n as f64 / 1e6),
             "max_kick_us": self.max_kick_ns as f64 / 1e3,
             "thread_waited_ms": self.thread_waited_ns.map(|n| n as f64 / 1e6),
         })
@@ -133,6 +143,7 @@ mod tests {
             kicks_ns,
             yield_ns,
             waited_ns,
+            stolen_ns: 0,
         };
         for _ in 0..997 {
             p.record(2_000, true, t(1_000, 0, 0));

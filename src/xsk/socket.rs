@@ -22,6 +22,47 @@ use super::{
     ring::Ring, umem::Region, BindMode, FrameAddr, ModeRequest, XskError, XskOptions, XskStatistics,
 };
 
+/// What a socket's tx kicks (`sendto`) cost: in copy mode on a veth a
+/// kick runs the receiving host's stack (and whatever softirq work is
+/// pending on the CPU) inside the call, so its length says how long the
+/// data path was away.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KickCost {
+    /// Tx kicks made.
+    pub sendtos: u64,
+    /// The longest single kick, ns.
+    pub max_sendto_ns: u64,
+    /// Frames the kernel took in that longest kick.
+    pub frames_in_max_sendto: u32,
+    /// The most frames one kick took.
+    pub max_frames_per_sendto: u32,
+    /// The most kicks one [`XskSocket::flush`] made.
+    pub max_sendtos_per_flush: u32,
+}
+
+impl KickCost {
+    /// One kick of `ns` that took `frames`, the `nth` of its flush.
+    fn note(&mut self, ns: u64, frames: u32, nth: u32) {
+        self.sendtos += 1;
+        if ns > self.max_sendto_ns {
+            self.max_sendto_ns = ns;
+            self.frames_in_max_sendto = frames;
+        }
+        self.max_frames_per_sendto = self.max_frames_per_sendto.max(frames);
+        self.max_sendtos_per_flush = self.max_sendtos_per_flush.max(nth);
+    }
+    /// Both sockets' costs as one: sums and maxima.
+    pub fn merge(&mut self, o: &KickCost) {
+        self.sendtos += o.sendtos;
+        if o.max_sendto_ns > self.max_sendto_ns {
+            self.max_sendto_ns = o.max_sendto_ns;
+            self.frames_in_max_sendto = o.frames_in_max_sendto;
+        }
+        self.max_frames_per_sendto = self.max_frames_per_sendto.max(o.max_frames_per_sendto);
+        self.max_sendtos_per_flush = self.max_sendtos_per_flush.max(o.max_sendtos_per_flush);
+    }
+}
+
 /// An AF_XDP socket bound to one queue of one interface.
 pub struct XskSocket {
     // Rings first: they are unmapped before the fd is closed.
@@ -48,6 +89,8 @@ pub struct XskSocket {
     kicks: u64,
     /// Frames the kernel sends per copy-mode tx kick.
     tx_budget: u32,
+    /// What the tx kicks cost so far.
+    kick_cost: KickCost,
     /// The last hard error of a tx kick (see [`XskSocket::take_link_error`]).
     link_error: Option<Errno>,
     /// Set by [`XskSocket::abandon`]: the rings are no longer used.
@@ -300,6 +343,7 @@ impl XskSocket {
             in_fill: 0,
             in_tx: 0,
             kicks: 0,
+            kick_cost: KickCost::default(),
             link_error: None,
             abandoned: false,
             tx_reclaimed: false,
@@ -434,14 +478,23 @@ impl XskSocket {
         }
         // Bounded: enough kicks to drain a full ring at 32 per kick, and then some.
         let max_kicks = self.tx.size() / 16 + 2;
+        let mut in_flush = 0u32;
         for _ in 0..max_kicks {
             let before = self.tx.prod_outstanding();
             if before == 0 {
                 break;
             }
             self.kicks += 1;
+            in_flush += 1;
+            let t0 = std::time::Instant::now();
             // A zero-length send is the AF_XDP tx wake-up.
-            if let Err(e) = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT) {
+            let sent = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT);
+            self.kick_cost.note(
+                t0.elapsed().as_nanos() as u64,
+                before.saturating_sub(self.tx.prod_outstanding()),
+                in_flush,
+            );
+            if let Err(e) = sent {
                 // EAGAIN is the normal answer when the kernel stopped after
                 // its per-call budget (and also: completion ring full, device
                 // queue busy) — the progress check below decides whether to
@@ -585,6 +638,11 @@ impl XskSocket {
     /// Wake-up syscalls made so far.
     pub fn kicks(&self) -> u64 {
         self.kicks
+    }
+
+    /// What this socket's tx kicks cost so far.
+    pub fn kick_cost(&self) -> KickCost {
+        self.kick_cost
     }
 
     /// The kernel's drop counters for this socket (`XDP_STATISTICS`).
