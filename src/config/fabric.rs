@@ -32,6 +32,10 @@ pub struct FabricSettings {
     /// Every egress port of every switch, `ports[switch][port]`, numbered
     /// as [`Layout`] numbers them and named `leaf1:h1` / `leaf1:spine2`.
     pub ports: Vec<Vec<PortSettings>>,
+    /// With `--aqm r-aqm`: R-AQM's parameters for every port, as `ports`,
+    /// each scaled to that port's own link (rate, `--rtt`), then
+    /// `[raqm_opts]` and `--raqm-opt`.
+    pub raqm: Option<Vec<Vec<crate::raqm::Config>>>,
 }
 
 impl FabricSettings {
@@ -93,7 +97,7 @@ pub(super) fn resolve(
     let Some(file) = l.get(|o| &o.topology) else {
         return Ok(None);
     };
-    refuse_single_switch_settings(l, names, shared, file)?;
+    refuse_single_switch_settings(l, names, file)?;
     let text = std::fs::read_to_string(file).map_err(|e| {
         ConfigError::Invalid(format!(
             "--topology {}: cannot read it: {e}",
@@ -106,8 +110,10 @@ pub(super) fn resolve(
     let buffer = size_setting("buffer", l.text(|o| &o.buffer, DEFAULT_BUFFER))?;
     let layout = Layout::new(&desc);
     let mut ports = Vec::with_capacity(desc.switches.len());
+    let mut raqm = shared.aqm.raqm.then(Vec::new);
     for (s, roles) in layout.ports.iter().enumerate() {
         let mut v = Vec::with_capacity(roles.len());
+        let mut r = Vec::new();
         for (p, role) in roles.iter().enumerate() {
             let name = layout.port_name(&desc, s, p as u16);
             let topo = layout.port_desc(&desc, s, p as u16);
@@ -116,6 +122,9 @@ pub(super) fn resolve(
                 .map_err(|e| ConfigError::Invalid(format!("--topology: port {name}: {e}")))?;
             let env = shared.aqm_env(topo.rate);
             let aqm = aqm::for_fabric_port(&shared.aqm, &shared.aqm_opts, &name, topo, &env)?;
+            if let Some(c) = aqm::raqm(l, &shared.aqm, &env)? {
+                r.push(c);
+            }
             let host = matches!(role, crate::fabric::PortRole::Host(_));
             v.push(PortSettings {
                 ingress_rate: if host {
@@ -131,6 +140,9 @@ pub(super) fn resolve(
             });
         }
         ports.push(v);
+        if let Some(all) = &mut raqm {
+            all.push(r);
+        }
     }
     let interfaces = names
         .names
@@ -146,18 +158,17 @@ pub(super) fn resolve(
             file: file.clone(),
             desc,
             ports,
+            raqm,
         },
         interfaces,
     )))
 }
 
 /// What the topology sets per port may not also be set for one switch
-/// (`--rate`, `--delay`, per-port values), and what a fabric cannot do yet
-/// is refused with what to do instead.
+/// (`--rate`, `--delay`, per-port values): refused with where to set them.
 fn refuse_single_switch_settings(
     l: &Layers,
     names: &PortNames,
-    shared: &Shared,
     file: &Path,
 ) -> Result<(), ConfigError> {
     let f = file.display();
@@ -176,12 +187,6 @@ fn refuse_single_switch_settings(
         return Err(ConfigError::Invalid(format!(
             "{s} with --topology {f}: set per-port values in the topology (per link: \
              `ab = {{ rate = ... }}`, per switch: `host_link = {{ ... }}`)"
-        )));
-    }
-    if shared.aqm.raqm {
-        return Err(ConfigError::Invalid(format!(
-            "--aqm r-aqm with --topology {f}: R-AQM in a fabric is not supported yet; \
-             run it on a single switch"
         )));
     }
     Ok(())

@@ -82,6 +82,11 @@ pub fn build_fabric(settings: &Settings) -> Result<Fabric<AqmKind>> {
     let roles = fabric.layout().ports.clone();
     let overhead = settings.ports[0].port.overhead_bytes;
     for (s, sw) in fabric.switches_mut().iter_mut().enumerate() {
+        // R-AQM on every port of every switch, each with its link's values:
+        // the ACKs arriving on a port are paced by that port's departures.
+        if let Some(r) = &f.raqm {
+            sw.enable_raqm_ports(&r[s], 0);
+        }
         if let Some(g) = grace_ns {
             for p in sw.ports_mut() {
                 p.egress.set_start_grace(g);

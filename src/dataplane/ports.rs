@@ -59,11 +59,20 @@ pub fn frames_needed(settings: &Settings, sockets: u32, opts: &XskOptions) -> u3
             buffer + wire
         })
         .sum();
-    // R-AQM's VIQs hold ACK frames too.
-    let viqs = settings
-        .raqm
-        .as_ref()
-        .map_or(0, |r| r.viq_limit_pkts as u64 * settings.ports.len() as u64);
+    // R-AQM's VIQs hold ACK frames too (every port's, a fabric's links too).
+    let viqs = match &settings.fabric {
+        Some(f) => f
+            .raqm
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|r| r.viq_limit_pkts as u64)
+            .sum(),
+        None => settings
+            .raqm
+            .as_ref()
+            .map_or(0, |r| r.viq_limit_pkts as u64 * settings.ports.len() as u64),
+    };
     // Emulated host links hold received frames until their release.
     let links: u64 = settings
         .ports

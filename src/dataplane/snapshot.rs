@@ -192,7 +192,10 @@ impl Snapshot {
         };
         let ports = order
             .iter()
-            .map(|&(s, p)| PortSnapshot::take(&sw[s].ports()[p as usize], now, 0))
+            .map(|&(s, p)| {
+                let scales = sw[s].window_scales().map_or(0, |w| w.len());
+                PortSnapshot::take(&sw[s].ports()[p as usize], now, scales)
+            })
             .collect();
         Snapshot {
             link_failures: c.link_failures,

@@ -748,4 +748,4 @@ impl RaqmPort {
 #[cfg(test)]
 mod switch_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -315,7 +315,7 @@ fn unshaped_port_releases_at_once_when_idle() {
 
 /// Ethernet + IPv4/IPv6 + TCP (20 B header + `opts`), 10.0.0.a → 10.0.0.b
 /// (2001:db8::a → ::b), checksums filled.
-pub(super) fn tcp_frame(
+pub(crate) fn tcp_frame(
     v6: bool,
     ab: (u8, u8),
     ports: (u16, u16),
@@ -327,7 +327,7 @@ pub(super) fn tcp_frame(
 }
 
 /// [`tcp_frame`] with `payload` data bytes.
-pub(super) fn tcp_frame_with_payload(
+pub(crate) fn tcp_frame_with_payload(
     v6: bool,
     (a, b): (u8, u8),
     (sp, dp): (u16, u16),

@@ -217,7 +217,18 @@ impl<A: Aqm, F: Forwarder> Switch<A, F> {
     /// Turns R-AQM on for every port (each port's VIQ holds the pure ACKs
     /// arriving on it; its bucket is fed by its own departures).
     pub fn enable_raqm(&mut self, cfg: &raqm::Config, now: Nanos) {
-        for p in &mut self.ports {
+        let cfgs = vec![cfg.clone(); self.ports.len()];
+        self.enable_raqm_ports(&cfgs, now);
+    }
+
+    /// Turns R-AQM on with its own parameters per port (`cfgs[i]` for port
+    /// `i`: a fabric's ports have links of different rates).
+    ///
+    /// # Panics
+    /// When `cfgs` does not have one entry per port (a caller's bug).
+    pub fn enable_raqm_ports(&mut self, cfgs: &[raqm::Config], now: Nanos) {
+        assert_eq!(cfgs.len(), self.ports.len(), "one R-AQM config per port");
+        for (p, cfg) in self.ports.iter_mut().zip(cfgs) {
             let c = p.egress.config();
             p.raqm = Some(RaqmPort::new(cfg.clone(), c.rate, now));
             p.ack_queue = cfg
