@@ -304,15 +304,30 @@ fn repeats_tell_noise_from_a_difference_and_report_rebuilds_them() {
     assert_eq!(k5["verdict"], "lower", "{k5}");
     assert!(k5["ratio"].as_f64().unwrap() < 0.2, "{k5}");
     assert!(k5["ratio_ci95"][1].as_f64().unwrap() < 1.0, "{k5}");
-    // The same configuration twice: no difference beyond the noise (a 5 %
-    // test, so about one run in twenty may see one by chance).
+    // The same configuration twice: no difference beyond the noise. The
+    // verdict is a 5 % test, so about one run in twenty sees a difference
+    // by chance (seen once: ×1.009, p = 0.038). Such a chance verdict is
+    // accepted when it is one (p ≥ 0.001, one run in a thousand) and small
+    // (within 10 %); a real bias in identical runs, or a broken test, is
+    // neither.
     let same = &point("dctcp@k200b")["vs_baseline"]["sojourn.p50_us"];
-    assert_eq!(same["verdict"], "no_difference", "{same}");
-    let (lo, hi) = (
-        same["ratio_ci95"][0].as_f64().unwrap_or(0.0),
-        same["ratio_ci95"][1].as_f64().unwrap_or(f64::INFINITY),
-    );
-    assert!(lo <= 1.0 && 1.0 <= hi, "{same}");
+    let ratio = same["ratio"].as_f64().unwrap_or(f64::NAN);
+    if same["verdict"] == "no_difference" {
+        let (lo, hi) = (
+            same["ratio_ci95"][0].as_f64().unwrap_or(0.0),
+            same["ratio_ci95"][1].as_f64().unwrap_or(f64::INFINITY),
+        );
+        assert!(lo <= 1.0 && 1.0 <= hi, "{same}");
+    } else {
+        let p = same["p_holm"].as_f64().unwrap_or(0.0);
+        assert!(
+            (same["verdict"] == "higher" || same["verdict"] == "lower")
+                && p >= 0.001
+                && (0.9..=1.1).contains(&ratio),
+            "identical configurations judged different beyond chance: {same}"
+        );
+        eprintln!("identical configurations: a chance verdict at 5 %: {same}");
+    }
     assert!(
         report
             .console
