@@ -386,21 +386,12 @@ fn capture_follows_a_flow_through_every_hop() {
     for _ in 0..60 {
         send(&mut c, &mut st, 0, udp(1, 3, 5000, 1500), 0);
     }
+    // Taken in several batches, one per ms, as the data path does.
     let mut got = Cap::default();
-    let mut now = 0;
-    while now <= 20 * MS {
-        let mut out = Vec::new();
-        c.poll(now, &mut st, |_, pkt| out.push(pkt.frame));
-        for f in out {
-            st.take(f);
-        }
-        now += 10 * US;
-        // Taken in several batches, as the data path does.
-        if now % MS == 0 {
-            got.append(&c.take_capture(Cap::default()));
-        }
+    for ms in 0..=20 {
+        run(&mut c, &mut st, ms * MS, ms * MS + MS - 10 * US);
+        got.append(&c.take_capture(Cap::default()));
     }
-    got.append(&c.take_capture(Cap::default()));
     assert_eq!(c.captured(), 0);
     let count = |name: &str, dir: Dir| {
         let g = names.iter().position(|n| n == name).unwrap() as u16;

@@ -26,7 +26,7 @@ use super::{
 /// kick runs the receiving host's stack (and whatever softirq work is
 /// pending on the CPU) inside the call, so its length says how long the
 /// data path was away.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KickCost {
     /// Tx kicks made.
     pub sendtos: u64,
@@ -43,15 +43,16 @@ pub struct KickCost {
 impl KickCost {
     /// One kick of `ns` that took `frames`, the `nth` of its flush.
     fn note(&mut self, ns: u64, frames: u32, nth: u32) {
-        self.sendtos += 1;
-        if ns > self.max_sendto_ns {
-            self.max_sendto_ns = ns;
-            self.frames_in_max_sendto = frames;
-        }
-        self.max_frames_per_sendto = self.max_frames_per_sendto.max(frames);
-        self.max_sendtos_per_flush = self.max_sendtos_per_flush.max(nth);
+        self.merge(&KickCost {
+            sendtos: 1,
+            max_sendto_ns: ns,
+            frames_in_max_sendto: frames,
+            max_frames_per_sendto: frames,
+            max_sendtos_per_flush: nth,
+        });
     }
-    /// Both sockets' costs as one: sums and maxima.
+    /// Two costs as one (two sockets', or a socket's and one more kick):
+    /// sums and maxima.
     pub fn merge(&mut self, o: &KickCost) {
         self.sendtos += o.sendtos;
         if o.max_sendto_ns > self.max_sendto_ns {
