@@ -119,6 +119,7 @@ const ACCEPTED: &[&[&str]] = &[
     &["--ports", "a,b", "--cpu", "none"],
     &["--ports", "a,b", "--max-lost", "2%", "--max-stall", "10ms", "--max-stalled", "0.05"],
     &["--ports", "a,b", "--max-lost", "0.5 %", "--max-stalled", "100%"],
+    &["--ports", "a,b", "--dilation", "8", "--max-stall", "2ms"],
     &["--ports", "a,b", "--timeseries", "x.csv", "--ts-interval", "500us"],
     &["--ports", "a,b", "--timeseries", "x.csv"],
     &["--ports", "a,b", "--pcap", "dir", "--pcap-ports", "b", "--pcap-snaplen", "96", "--pcap-max-mb", "2"],

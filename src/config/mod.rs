@@ -104,8 +104,9 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
         None => pcap::resolve(&l, &names.names)?,
     };
     let data_path = runtime::data_path(&l)?;
+    let dilation = runtime::dilation(&l)?;
     Ok(Settings {
-        dilation: runtime::dilation(&l)?,
+        dilation,
         pcap,
         raqm,
         ingress_limit: shared.ingress_limit,
@@ -124,7 +125,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
         nice: data_path.nice,
         cpu: data_path.cpu,
         poll: data_path.poll,
-        guard: runtime::guard(&l)?,
+        guard: runtime::guard(&l, dilation)?,
         timeseries: runtime::timeseries(&l)?,
     })
 }

@@ -103,8 +103,10 @@ pub(super) fn data_path(l: &Layers) -> Result<DataPath, ConfigError> {
     })
 }
 
-/// The fidelity guard's limits (`--max-lost`, `--max-stall`, `--max-stalled`).
-pub(super) fn guard(l: &Layers) -> Result<Thresholds, ConfigError> {
+/// The fidelity guard's limits (`--max-lost`, `--max-stall`, `--max-stalled`);
+/// `--max-stall` is emulated time under dilation `dilation`, as every time
+/// setting ([`Thresholds::dilated`]).
+pub(super) fn guard(l: &Layers, dilation: Dilation) -> Result<Thresholds, ConfigError> {
     let d = Thresholds::default();
     Ok(Thresholds {
         max_lost: match l.get(|o| &o.max_lost) {
@@ -119,7 +121,9 @@ pub(super) fn guard(l: &Layers) -> Result<Thresholds, ConfigError> {
             Some(v) => share_setting("max-stalled", v)?,
             None => d.max_stalled,
         },
-    })
+        ..d
+    }
+    .dilated(dilation))
 }
 
 /// `--timeseries FILE` and its sampling interval (1ms by default, ≥ 100us).

@@ -145,7 +145,11 @@ impl Settings {
             "fidelity guard: not faithful if a port loses > {:.1} % of its backlogged link time, \
              sends above rate + bucket, or the data path stalls > {} at once or > {:.1} % of the run\n",
             g.max_lost * 100.0,
-            units::fmt_duration(g.max_stall_ns),
+            if g.dilation == 1.0 {
+                units::fmt_duration(g.max_stall_ns)
+            } else {
+                g.describe_max_stall()
+            },
             g.max_stalled * 100.0
         ));
         out

@@ -42,10 +42,43 @@ use crate::units::{Nanos, MS};
 pub struct Thresholds {
     /// Largest share of a port's backlogged time that may be lost (0.01 = 1 %).
     pub max_lost: f64,
-    /// Longest single data-path stall, ns.
+    /// Longest single data-path stall, real ns. Under time dilation
+    /// `--max-stall` is an emulated time, as every time setting: a real
+    /// stall of `s` halts the emulated link for `s / D`, so the limit in
+    /// real time is `--max-stall × D` (see [`Thresholds::dilated`]).
     pub max_stall_ns: Nanos,
     /// Largest share of the run spent in stalls (passes > 100 µs apart).
     pub max_stalled: f64,
+    /// The time dilation D `max_stall_ns` was scaled by (1: none).
+    pub dilation: f64,
+}
+
+impl Thresholds {
+    /// These limits with `max_stall_ns` taken as emulated time under
+    /// dilation `d`: the real limit is `d` times longer. The shares
+    /// (`max_lost`, `max_stalled`) are the same in either time.
+    pub fn dilated(self, d: crate::timebase::Dilation) -> Self {
+        Thresholds {
+            max_stall_ns: d.to_real_ns(self.max_stall_ns),
+            dilation: d.factor(),
+            ..self
+        }
+    }
+
+    /// The stall limit as a user set it: `5 ms`, or under dilation
+    /// `40 ms (--max-stall 5 ms emulated × D 8)`.
+    pub fn describe_max_stall(&self) -> String {
+        if self.dilation == 1.0 {
+            human_time(self.max_stall_ns)
+        } else {
+            format!(
+                "{} (--max-stall {} emulated × D {})",
+                human_time(self.max_stall_ns),
+                human_time((self.max_stall_ns as f64 / self.dilation).round() as Nanos),
+                self.dilation
+            )
+        }
+    }
 }
 
 impl Default for Thresholds {
@@ -54,6 +87,7 @@ impl Default for Thresholds {
             max_lost: 0.01,
             max_stall_ns: 5 * MS,
             max_stalled: 0.02,
+            dilation: 1.0,
         }
     }
 }
@@ -243,7 +277,7 @@ pub fn judge(
             reasons.push(format!(
                 "the data path stalled for {} at once (limit {}); {}",
                 human_time(s.max_ns),
-                human_time(th.max_stall_ns),
+                th.describe_max_stall(),
                 stall_cause(s.max_ns, &s.max_within)
             ));
         }
@@ -344,6 +378,45 @@ mod tests {
         assert_eq!(judged_lost_floor(&strictest), MIN_JUDGED_LOST_NS);
         assert!(judge(&[("d", link(10, 1_000, 0))], None, &strictest).faithful);
         assert!(!judge(&[("d", link(10, 1_001, 0))], None, &strictest).faithful);
+    }
+
+    /// Under dilation D a real stall of `s` halts the emulated link for
+    /// `s / D`: `--max-stall` is emulated, its real limit D times longer, so
+    /// a larger D never makes the same machine hiccup less faithful.
+    #[test]
+    fn the_stall_limit_is_emulated_time_under_dilation() {
+        let stall = |max_ns| LoopStalls {
+            elapsed_ns: 10_000 * MS,
+            count: 1,
+            stalled_ns: max_ns,
+            max_ns,
+            ..LoopStalls::default()
+        };
+        let d8 = crate::timebase::Dilation::new(8.0).unwrap();
+        let th = Thresholds::default();
+        let dilated = th.dilated(d8);
+        assert_eq!(dilated.max_stall_ns, 40 * MS);
+        assert_eq!(
+            (dilated.max_lost, dilated.max_stalled),
+            (th.max_lost, th.max_stalled)
+        );
+        // 6.6 ms real: over 5 ms at D = 1, 0.83 ms emulated at D = 8.
+        let s = stall(6_600_000);
+        assert!(!judge(&[], Some(&s), &th).faithful);
+        assert!(judge(&[], Some(&s), &dilated).faithful);
+        // Past the real limit, the reason gives both times.
+        let v = judge(&[], Some(&stall(41 * MS)), &dilated);
+        assert!(!v.faithful);
+        assert!(
+            v.reasons[0].contains("(limit 40.0 ms (--max-stall 5.0 ms emulated × D 8))"),
+            "{}",
+            v.reasons[0]
+        );
+        // The lost-time floor is one tolerated stall, so it scales too.
+        assert_eq!(judged_lost_floor(&dilated), 40 * MS);
+        // D = 1 changes nothing.
+        let one = crate::timebase::Dilation::new(1.0).unwrap();
+        assert_eq!(th.dilated(one), th);
     }
 
     #[test]
