@@ -136,7 +136,7 @@ fn bench_hop(c: &mut Criterion) {
                 now += 1;
                 fab.ingress(0, black_box(f), LEN, now, &mut st);
                 fab.poll(now, &mut st, |h, pkt| {
-                    debug_assert_eq!(h, 1);
+                    debug_assert_eq!(h, softswitch::fabric::Exit::Host(1));
                     out = Some(pkt.frame);
                 });
                 f = out.take().expect("the frame crossed the chain");

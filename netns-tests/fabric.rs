@@ -337,3 +337,187 @@ fn capture_writes_every_hop_and_a_links_ends_agree() {
     // h1 and h2 reach h3 and h4 only over a spine: the links carried pings.
     assert!(on_links >= 8 * 2, "{on_links} frames on links");
 }
+
+/// Veth pairs in the root namespace joining two softswitch processes (L2
+/// only: no IPv6, so the kernel sends nothing on them); removed on drop.
+struct Wires(Vec<(String, String)>);
+
+impl Wires {
+    fn new(prefix: &str, n: usize) -> Self {
+        let mut w = Wires(Vec::new());
+        for i in 0..n {
+            let (a, b) = (format!("{prefix}-w{i}a"), format!("{prefix}-w{i}b"));
+            common::run_ok(
+                std::process::Command::new("ip")
+                    .args(["link", "add", &a, "type", "veth", "peer", "name", &b]),
+            );
+            w.0.push((a.clone(), b.clone()));
+            for x in [&a, &b] {
+                let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{x}/disable_ipv6"), "1");
+                common::run_ok(std::process::Command::new("ip").args(["link", "set", x, "up"]));
+            }
+        }
+        w
+    }
+}
+
+impl Drop for Wires {
+    fn drop(&mut self) {
+        for (a, _) in &self.0 {
+            let _ = std::process::Command::new("ip")
+                .args(["link", "del", a])
+                .status();
+        }
+    }
+}
+
+/// One port's counter by name in a process's exit counters.
+fn port<'j>(j: &'j serde_json::Value, name: &str) -> &'j serde_json::Value {
+    j["ports"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["name"] == name))
+        .unwrap_or_else(|| panic!("no port {name}: {}", j["ports"]))
+}
+
+#[test]
+fn a_fabric_runs_across_two_processes_joined_by_veth_wires() {
+    let name = "a_fabric_runs_across_two_processes_joined_by_veth_wires";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(4);
+    let topo = TopoFile::new(&t.prefix, &leaf_spine("500mbit", "500mbit"));
+    // Process A runs leaf1 and spine1, process B leaf2 and spine2: each
+    // leaf reaches the other over one in-process link and one wire.
+    let w = Wires::new(&t.prefix, 2);
+    let path = topo.arg();
+    let ifs = t.switch_ifs();
+    let a_links = format!("leaf1:spine2={},spine1:leaf2={}", w.0[0].0, w.0[1].0);
+    let b_links = format!("spine2:leaf1={},leaf2:spine1={}", w.0[0].1, w.0[1].1);
+    let bound = Duration::from_secs(90);
+    let a = SwitchProc::start(
+        &ifs[..2],
+        &[
+            "--topology",
+            &path,
+            "--switches",
+            "leaf1,spine1",
+            "--link-ifaces",
+            &a_links,
+            "--aqm",
+            "dctcp",
+        ],
+        &stats_socket(&t.prefix, "a"),
+        bound,
+    );
+    let b = SwitchProc::start(
+        &ifs[2..],
+        &[
+            "--topology",
+            &path,
+            "--switches",
+            "leaf2,spine2",
+            "--link-ifaces",
+            &b_links,
+            "--aqm",
+            "dctcp",
+        ],
+        &stats_socket(&t.prefix, "b"),
+        bound,
+    );
+    // The wires' counters once both ends are up and the hosts' start-up
+    // chatter (MLD reports, flooded) is over: what A sent on a wire before
+    // B's socket was bound never reached B.
+    std::thread::sleep(Duration::from_millis(1500));
+    let snap = |p: &SwitchProc| -> serde_json::Value {
+        let text = softswitch::stats::fetch(std::path::Path::new(&p.socket))
+            .unwrap_or_else(|e| panic!("{e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    let (base_a, base_b) = (snap(&a), snap(&b));
+    for x in 0..4 {
+        for y in 0..4 {
+            if x != y {
+                ping(&t.hosts[x], t.hosts[y].ip);
+            }
+        }
+    }
+    // 16 connections h1 → h3 hashed over both spines: one path stays in
+    // process A up to the wire spine1 → leaf2, the other crosses the wire
+    // leaf1 → spine2 first.
+    let c = t.iperf_start(0, 2, 5201, 3, &["-P", "16", "-J"]);
+    let out = t.wait(c, Duration::from_secs(30));
+    let bps = iperf_receiver_bps(&out);
+    let ja = a.stop().assert_clean();
+    let jb = b.stop().assert_clean();
+    eprintln!("two processes: h1 → h3 {:.0} Mbit/s", bps / 1e6);
+    for (j, who) in [(&ja, "A"), (&jb, "B")] {
+        assert_eq!(
+            j["conservation"]["holds"], true,
+            "{who}: {}",
+            j["conservation"]
+        );
+    }
+    // Each process reports its own ports: its hosts, its wires (with their
+    // interfaces), then its in-process links.
+    let names = |j: &serde_json::Value| -> Vec<String> {
+        j["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&ja),
+        [
+            "leaf1:h1",
+            "leaf1:h2",
+            "leaf1:spine2",
+            "spine1:leaf2",
+            "leaf1:spine1",
+            "spine1:leaf1"
+        ]
+    );
+    assert_eq!(
+        names(&jb),
+        [
+            "leaf2:h3",
+            "leaf2:h4",
+            "leaf2:spine1",
+            "spine2:leaf1",
+            "leaf2:spine2",
+            "spine2:leaf2"
+        ]
+    );
+    assert_eq!(port(&ja, "leaf1:spine2")["interface"], w.0[0].0.as_str());
+    // ECMP used both spines, so both wires carried data.
+    let (next, flows, _) = leaf1_to_leaf2(&ja);
+    assert_eq!(next, ["leaf1:spine1", "leaf1:spine2"]);
+    assert!(
+        flows.iter().all(|&f| f > 0),
+        "ECMP used one spine: {flows:?}"
+    );
+    assert!(switch(&ja, "spine1")["routes"]["routed"].as_u64().unwrap() > 0);
+    assert!(switch(&jb, "spine2")["routes"]["routed"].as_u64().unwrap() > 0);
+    // A wire's two ends agree: what one process sent on it, the other
+    // received, in both directions of both wires.
+    let io = |j: &serde_json::Value, p: &str, k: &str| port(j, p)["io"][k].as_u64().unwrap();
+    let since = |end: &serde_json::Value, base: &serde_json::Value, p: &str, k: &str| {
+        io(end, p, k) - io(base, p, k)
+    };
+    for (pa, pb) in [
+        ("leaf1:spine2", "spine2:leaf1"),
+        ("spine1:leaf2", "leaf2:spine1"),
+    ] {
+        let sent = since(&ja, &base_a, pa, "tx_packets");
+        let got = since(&jb, &base_b, pb, "rx_packets");
+        assert!(sent > 1000, "{pa} carried {sent} frames");
+        assert_eq!(sent, got, "{pa} sent {sent}, {pb} received {got}");
+        let back = since(&jb, &base_b, pb, "tx_packets");
+        assert_eq!(back, since(&ja, &base_a, pa, "rx_packets"), "{pb} → {pa}");
+    }
+    // Real TCP across both processes at a fair share of the 500 Mbit/s path.
+    assert!(bps > 100e6, "h1 → h3 only {:.0} Mbit/s", bps / 1e6);
+}

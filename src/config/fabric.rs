@@ -11,6 +11,13 @@
 //! up` names them (`<prefix>-h<i>-sw`) must be host `h<i>`'s: a list in
 //! another order is refused, since the fabric would route each host's
 //! frames to another host's address.
+//!
+//! **Part of a fabric** (`--switches leaf1,spine1`): the process runs only
+//! the switches named; `--ports` then names the interfaces of *their* hosts
+//! (in the hosts' order), and every link to a switch another process runs
+//! is a wire whose interface `--link-ifaces leaf1:spine2=IFACE` names (one
+//! per wire, by the link's egress port here). Every process reads the same
+//! topology, so all compute the same routes.
 
 use std::path::{Path, PathBuf};
 
@@ -36,19 +43,46 @@ pub struct FabricSettings {
     /// each scaled to that port's own link (rate, `--rtt`), then
     /// `[raqm_opts]` and `--raqm-opt`.
     pub raqm: Option<Vec<Vec<crate::raqm::Config>>>,
+    /// `local[s]`: this process runs switch `s` (`--switches`; all by default).
+    pub local: Vec<bool>,
+    /// The wires (links to switches another process runs) as (port name,
+    /// interface), in the data path's order.
+    pub wires: Vec<(String, String)>,
 }
 
 impl FabricSettings {
-    /// Every egress port of the fabric, switch by switch.
+    /// Every egress port of the switches this process runs, switch by switch.
     pub fn all_ports(&self) -> impl Iterator<Item = &PortSettings> {
-        self.ports.iter().flatten()
+        self.ports
+            .iter()
+            .zip(&self.local)
+            .filter(|(_, &l)| l)
+            .flat_map(|(p, _)| p)
+    }
+
+    /// R-AQM's parameters of every port this process runs (with `--aqm r-aqm`).
+    pub fn local_raqm(&self) -> impl Iterator<Item = &crate::raqm::Config> {
+        self.raqm
+            .iter()
+            .flat_map(|r| r.iter().zip(&self.local).filter(|(_, &l)| l))
+            .flat_map(|(r, _)| r)
+    }
+
+    /// The port numbers, for the switches this process runs.
+    pub fn layout(&self) -> Layout {
+        Layout::part(&self.desc, &self.local)
+    }
+
+    /// This process runs part of the fabric (`--switches`).
+    pub fn is_part(&self) -> bool {
+        self.local.iter().any(|&l| !l)
     }
 
     /// Every egress port's name in the data path's order (the hosts'
-    /// ports in the hosts' order, then the links', switch by switch):
-    /// `leaf1:h1`, …, `leaf1:spine1`, …
+    /// ports in the hosts' order, then the wires', then the other links',
+    /// switch by switch): `leaf1:h1`, …, `leaf1:spine1`, …
     pub fn port_names(&self) -> Vec<String> {
-        let layout = Layout::new(&self.desc);
+        let layout = self.layout();
         layout
             .port_order()
             .into_iter()
@@ -69,8 +103,25 @@ impl FabricSettings {
             d.subnet,
             d.seed
         );
-        let layout = Layout::new(d);
-        for (h, (host, iface)) in d.hosts.iter().zip(interfaces).enumerate() {
+        let layout = self.layout();
+        if self.is_part() {
+            let names = |l: bool| -> Vec<&str> {
+                d.switches
+                    .iter()
+                    .zip(&self.local)
+                    .filter(|(_, &x)| x == l)
+                    .map(|(s, _)| s.name.as_str())
+                    .collect()
+            };
+            out.push_str(&format!(
+                "  this process runs {}; {} run elsewhere, over {} wire(s)\n",
+                names(true).join(", "),
+                names(false).join(", "),
+                self.wires.len()
+            ));
+        }
+        for (h, iface) in layout.local_hosts().zip(interfaces) {
+            let host = &d.hosts[h];
             let (s, p) = layout.host_port[h];
             out.push_str(&format!(
                 "  host {} ({}) = interface {iface} on port {}\n",
@@ -78,6 +129,9 @@ impl FabricSettings {
                 host.ip,
                 layout.port_name(d, s, p)
             ));
+        }
+        for (port, iface) in &self.wires {
+            out.push_str(&format!("  wire {port} = interface {iface}\n"));
         }
         for p in self.all_ports() {
             out.push_str(&p.describe(ingress_limit));
@@ -106,9 +160,11 @@ pub(super) fn resolve(
     })?;
     let desc = FabricDesc::parse(&text)
         .map_err(|e| ConfigError::Invalid(format!("--topology {}: {e}", file.display())))?;
-    check_interfaces(&desc, &names.names, file)?;
+    let local = local_switches(&desc, list(l, |o| &o.switches), file)?;
+    let layout = Layout::part(&desc, &local);
+    let wire_ifaces = wire_interfaces(&desc, &layout, list(l, |o| &o.link_ifaces), file)?;
+    check_interfaces(&desc, &layout, &names.names, file)?;
     let buffer = size_setting("buffer", l.text(|o| &o.buffer, DEFAULT_BUFFER))?;
-    let layout = Layout::new(&desc);
     let mut ports = Vec::with_capacity(desc.switches.len());
     let mut raqm = shared.aqm.raqm.then(Vec::new);
     for (s, roles) in layout.ports.iter().enumerate() {
@@ -144,24 +200,154 @@ pub(super) fn resolve(
             all.push(r);
         }
     }
-    let interfaces = names
+    // The data path's interfaces: this process's hosts, then its wires.
+    let at = |(s, p): (usize, u16)| ports[s][p as usize].clone();
+    let mut interfaces: Vec<PortSettings> = names
         .names
         .iter()
-        .zip(&layout.host_port)
-        .map(|(iface, &(s, p))| PortSettings {
+        .zip(layout.local_hosts())
+        .map(|(iface, h)| PortSettings {
             name: iface.clone(),
-            ..ports[s][p as usize].clone()
+            ..at(layout.host_port[h])
         })
         .collect();
+    let mut wires = Vec::new();
+    for (sp, iface) in layout.wires().into_iter().zip(wire_ifaces) {
+        wires.push((layout.port_name(&desc, sp.0, sp.1), iface.clone()));
+        interfaces.push(PortSettings {
+            name: iface,
+            ..at(sp)
+        });
+    }
+    if interfaces.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "--topology {}: the switches this process runs have no hosts and no wires: \
+             name switches with hosts (--switches) or their hosts' interfaces (--ports)",
+            file.display()
+        )));
+    }
     Ok(Some((
         FabricSettings {
             file: file.clone(),
             desc,
             ports,
             raqm,
+            local,
+            wires,
         },
         interfaces,
     )))
+}
+
+/// A list setting: the flag's if given, else the file's.
+fn list<'a>(l: &Layers<'a>, field: impl Fn(&'a super::Options) -> &'a Vec<String>) -> &'a [String] {
+    let flags = field(l.flags);
+    if flags.is_empty() {
+        field(l.file)
+    } else {
+        flags
+    }
+}
+
+/// `--switches`: which switches this process runs (all when not given).
+fn local_switches(
+    desc: &FabricDesc,
+    names: &[String],
+    file: &Path,
+) -> Result<Vec<bool>, ConfigError> {
+    let names: Vec<&str> = names
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Ok(vec![true; desc.switches.len()]);
+    }
+    let mut local = vec![false; desc.switches.len()];
+    for n in names {
+        let s = desc.switch_index(n).ok_or_else(|| {
+            ConfigError::Invalid(format!(
+                "--switches {n}: --topology {} has no switch of that name; its switches are {}",
+                file.display(),
+                desc.switches
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        local[s] = true;
+    }
+    Ok(local)
+}
+
+/// `--link-ifaces PORT=IFACE,...`: one interface per wire, in the order of
+/// [`Layout::wires`].
+fn wire_interfaces(
+    desc: &FabricDesc,
+    layout: &Layout,
+    given: &[String],
+    file: &Path,
+) -> Result<Vec<String>, ConfigError> {
+    let wires: Vec<String> = layout
+        .wires()
+        .into_iter()
+        .map(|(s, p)| layout.port_name(desc, s, p))
+        .collect();
+    let mut ifaces: Vec<Option<String>> = vec![None; wires.len()];
+    for entry in given.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
+        let Some((port, iface)) = entry.split_once('=') else {
+            return Err(ConfigError::Invalid(format!(
+                "--link-ifaces {entry}: write PORT=IFACE, e.g. {}=eth1",
+                wires.first().map_or("leaf1:spine1", String::as_str)
+            )));
+        };
+        let (port, iface) = (port.trim(), iface.trim());
+        let Some(i) = wires.iter().position(|w| w == port) else {
+            return Err(ConfigError::Invalid(if wires.is_empty() {
+                format!(
+                    "--link-ifaces {entry}: this process runs every switch its links reach, so \
+                     it has no wires; --link-ifaces is for --switches naming part of the fabric"
+                )
+            } else {
+                format!(
+                    "--link-ifaces {entry}: {port} is not a wire of this process; its wires \
+                     (links from the switches it runs to the others) are {}",
+                    wires.join(", ")
+                )
+            }));
+        };
+        if iface.is_empty() {
+            return Err(ConfigError::Invalid(format!(
+                "--link-ifaces {entry}: name the interface after the =",
+            )));
+        }
+        if ifaces[i].replace(iface.to_string()).is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "--link-ifaces: {port} is named twice; give each wire one interface"
+            )));
+        }
+    }
+    let missing: Vec<&str> = wires
+        .iter()
+        .zip(&ifaces)
+        .filter(|(_, i)| i.is_none())
+        .map(|(w, _)| w.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "--switches with --topology {}: the links {} lead to switches another process \
+             runs; name each one's interface: --link-ifaces {}",
+            file.display(),
+            missing.join(", "),
+            missing
+                .iter()
+                .map(|w| format!("{w}=IFACE"))
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
+    Ok(ifaces.into_iter().flatten().collect())
 }
 
 /// What the topology sets per port may not also be set for one switch
@@ -192,14 +378,27 @@ fn refuse_single_switch_settings(
     Ok(())
 }
 
-/// One interface per host, in the hosts' order; an interface `topo up`
-/// named for host `h<i>` must be in `h<i>`'s place.
-fn check_interfaces(desc: &FabricDesc, ifaces: &[String], file: &Path) -> Result<(), ConfigError> {
+/// One interface per host of the switches this process runs, in the
+/// hosts' order; an interface `topo up` named for host `h<i>` must be in
+/// `h<i>`'s place.
+fn check_interfaces(
+    desc: &FabricDesc,
+    layout: &Layout,
+    ifaces: &[String],
+    file: &Path,
+) -> Result<(), ConfigError> {
     let f = file.display();
-    let hosts: Vec<&str> = desc.hosts.iter().map(|h| h.name.as_str()).collect();
+    let local: Vec<&crate::fabric::HostDesc> =
+        layout.local_hosts().map(|h| &desc.hosts[h]).collect();
+    let hosts: Vec<&str> = local.iter().map(|h| h.name.as_str()).collect();
     if ifaces.len() != hosts.len() {
+        let whose = if local.len() == desc.hosts.len() {
+            format!("--topology {f} has")
+        } else {
+            format!("the switches --switches names in --topology {f} have")
+        };
         return Err(ConfigError::Invalid(format!(
-            "--topology {f} has {} hosts ({}) but --ports names {} interfaces: name one \
+            "{whose} {} hosts ({}) but --ports names {} interfaces: name one \
              interface per host, in that order (`softswitch topo up --topology {f}` creates \
              the hosts and prints the list)",
             hosts.len(),
@@ -207,7 +406,7 @@ fn check_interfaces(desc: &FabricDesc, ifaces: &[String], file: &Path) -> Result
             ifaces.len()
         )));
     }
-    for (h, iface) in desc.hosts.iter().zip(ifaces) {
+    for (h, iface) in local.into_iter().zip(ifaces) {
         if let Some(i) = topo_host_index(iface) {
             if i != h.index {
                 return Err(ConfigError::Invalid(format!(

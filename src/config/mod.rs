@@ -97,7 +97,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
     };
     let raqm = aqm::raqm(&l, &shared.aqm, &ports[0].env)?;
     let duration_ns = runtime::duration(&l)?;
-    let frames = runtime::frames(&l, names.names.len())?;
+    let frames = runtime::frames(&l, ports.len())?;
     // A fabric captures every egress port by its name (`leaf1:spine2`).
     let pcap = match &fabric {
         Some(f) => pcap::resolve(&l, &f.port_names())?,

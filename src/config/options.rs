@@ -49,6 +49,14 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     #[serde(default, deserialize_with = "path")]
     pub topology: Option<PathBuf>,
+    /// With --topology: run only these switches of the fabric (comma-separated names; default all). Links to the others are wires: real interfaces to the processes that run them, named by --link-ifaces (README, "A fabric over several processes").
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[serde(default)]
+    pub switches: Vec<String>,
+    /// With --switches: the interface each wire leaves on, as PORT=IFACE, comma-separated (e.g. leaf1:spine1=l1s1,leaf1:spine2=l1s2; PORT is the link's egress port at a switch this process runs).
+    #[arg(long, value_delimiter = ',', value_name = "PORT=IFACE")]
+    #[serde(default)]
+    pub link_ifaces: Vec<String>,
     /// Emulated link rate of every egress port (tc units: 100mbit, 1gbit, 10gbit; 0 = unshaped).
     #[arg(long)]
     pub rate: Option<String>,

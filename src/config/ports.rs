@@ -45,7 +45,11 @@ pub(super) fn names(l: &Layers) -> Result<PortNames, ConfigError> {
     } else {
         l.file.ports.clone()
     };
-    if names.is_empty() {
+    // A process running only a fabric's spines has no hosts (its ports are
+    // wires, `--link-ifaces`); the fabric's resolve checks its interfaces.
+    let part_of_fabric = l.get(|o| &o.topology).is_some()
+        && !(l.flags.switches.is_empty() && l.file.switches.is_empty());
+    if names.is_empty() && !part_of_fabric {
         return Err(ConfigError::Invalid(
             "no ports given; name the interfaces to switch between, e.g. --ports veth0,veth1 \
              (create test hosts with `sudo softswitch topo up --hosts 2`)"

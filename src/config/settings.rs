@@ -76,6 +76,15 @@ impl Settings {
     /// valid for the core: the harness and tests drive such switches.)
     pub fn check_runnable(&self) -> Result<(), ConfigError> {
         if let (Some(f), [only]) = (&self.fabric, &self.ports[..]) {
+            if f.is_part() {
+                return Err(ConfigError::Invalid(format!(
+                    "--switches with --topology {}: the switches this process runs have one \
+                     port to the outside ({only}): a frame never leaves by the port it came \
+                     in on, so it forwards nothing; run more switches here",
+                    f.file.display(),
+                    only = only.name
+                )));
+            }
             return Err(ConfigError::Invalid(format!(
                 "--topology {}: a fabric of one host ({only}) forwards nothing: \
                  give the topology at least two hosts",

@@ -65,8 +65,9 @@ pub fn build_fabric(settings: &Settings) -> Result<Fabric<AqmKind>> {
         .context("no --topology: there is no fabric to build")?;
     let by_name: std::collections::HashMap<&str, &crate::config::PortSettings> =
         f.all_ports().map(|p| (p.name.as_str(), p)).collect();
-    let mut fabric = Fabric::new(
+    let mut fabric = Fabric::part(
         f.desc.clone(),
+        &f.local,
         |ctx| {
             let p = by_name
                 .get(ctx.name.as_str())
@@ -80,8 +81,9 @@ pub fn build_fabric(settings: &Settings) -> Result<Fabric<AqmKind>> {
     let grace_ns =
         (!settings.dilation.is_none()).then(|| settings.dilation.to_emulated_ns(START_GRACE_NS));
     let roles = fabric.layout().ports.clone();
+    let ids = fabric.switch_ids().to_vec();
     let overhead = settings.ports[0].port.overhead_bytes;
-    for (s, sw) in fabric.switches_mut().iter_mut().enumerate() {
+    for (&s, sw) in ids.iter().zip(fabric.switches_mut()) {
         // R-AQM on every port of every switch, each with its link's values:
         // the ACKs arriving on a port are paced by that port's departures.
         if let Some(r) = &f.raqm {

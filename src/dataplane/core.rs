@@ -7,10 +7,13 @@
 //!
 //! The data path's ports are the AF_XDP sockets: for a switch, its ports;
 //! for a fabric, its hosts (port `h` = host `h` of the topology, in the
-//! hosts' order). A fabric's links stay inside it (in-memory, no system
+//! hosts' order), then its wires when the process runs part of a fabric
+//! (`--switches`: links to switches another process runs, each on a real
+//! interface). A fabric's other links stay inside it (in-memory, no system
 //! call per hop). Counters and time series number a fabric's ports as
-//! [`Fabric::port_order`]: the host ports first (so index `h` is the
-//! interface of host `h`), then every link direction, named `leaf1:spine2`.
+//! [`Fabric::port_order`]: the data path's ports first (so index `h` is the
+//! interface of host `h`), then every other link direction, named
+//! `leaf1:spine2`.
 
 use std::sync::Arc;
 
@@ -21,7 +24,7 @@ use super::snapshot::Snapshot;
 use crate::aqm::AqmKind;
 use crate::capture::{Batch, Capture, CaptureConfig};
 use crate::config::Settings;
-use crate::fabric::Fabric;
+use crate::fabric::{Exit, Fabric};
 use crate::fidelity::{LoopStalls, Thresholds};
 use crate::packet::{FrameId, FrameStore, Packet};
 use crate::switch::Switch;
@@ -152,20 +155,54 @@ impl Core for Switch<AqmKind> {
 /// A fabric with the order its ports are reported in.
 pub struct FabricCore {
     fabric: Fabric<AqmKind>,
-    /// [`Fabric::port_order`], computed once.
+    /// [`Fabric::port_order`] as (slot in [`Fabric::switches`], port),
+    /// computed once; its first entries are the data path's ports.
     order: Vec<(usize, u16)>,
+    /// The ports' names, in `order`.
+    names: Vec<String>,
+    /// `ingress[port]`: (topology switch, port) of data-path port `port`.
+    ingress: Vec<(usize, u16)>,
+    /// `host_exit[h]`: the data-path port of host `h` (hosts of this process).
+    host_exit: Vec<u16>,
+    /// `wire_exit[s][p]`: the data-path port of wire `p` of topology switch `s`.
+    wire_exit: Vec<Vec<u16>>,
     /// Per switch, an empty batch to swap for its capture's records
     /// (capture on: one per switch; off: none).
     spares: Vec<Batch>,
 }
 
 impl FabricCore {
-    /// Wraps a fabric (its hosts are the data path's ports).
+    /// Wraps a fabric (its hosts, then its wires, are the data path's ports).
     pub fn new(fabric: Fabric<AqmKind>) -> Self {
-        let order = fabric.port_order();
+        let layout = fabric.layout();
+        let topo = fabric.port_order();
+        let hosts: Vec<usize> = layout.local_hosts().collect();
+        let wires = layout.wires();
+        let mut host_exit = vec![u16::MAX; layout.host_port.len()];
+        for (i, &h) in hosts.iter().enumerate() {
+            host_exit[h] = i as u16;
+        }
+        let mut wire_exit: Vec<Vec<u16>> = layout
+            .ports
+            .iter()
+            .map(|p| vec![u16::MAX; p.len()])
+            .collect();
+        for (i, &(s, p)) in wires.iter().enumerate() {
+            wire_exit[s][p as usize] = (hosts.len() + i) as u16;
+        }
+        let ingress = topo[..hosts.len() + wires.len()].to_vec();
+        let names = topo.iter().map(|&(s, p)| fabric.port_name(s, p)).collect();
+        let order = topo
+            .iter()
+            .map(|&(s, p)| (fabric.slot(s).unwrap_or(0), p))
+            .collect();
         FabricCore {
             fabric,
             order,
+            names,
+            ingress,
+            host_exit,
+            wire_exit,
             spares: Vec::new(),
         }
     }
@@ -184,10 +221,7 @@ impl Core for FabricCore {
         build_fabric(settings).map(FabricCore::new)
     }
     fn port_names(&self, _interfaces: &[String]) -> Vec<String> {
-        self.order
-            .iter()
-            .map(|&(s, p)| self.fabric.port_name(s, p))
-            .collect()
+        self.names.clone()
     }
     #[inline]
     fn ingress<S: FrameStore>(
@@ -198,11 +232,21 @@ impl Core for FabricCore {
         now: Nanos,
         store: &mut S,
     ) {
-        self.fabric.ingress(port as usize, frame, len, now, store)
+        match self.ingress.get(port as usize) {
+            Some(&(s, p)) => self.fabric.ingress_at(s, p, frame, len, now, store),
+            // Not a data-path port: ingress_at counts and releases it.
+            None => self
+                .fabric
+                .ingress_at(usize::MAX, 0, frame, len, now, store),
+        }
     }
     #[inline]
     fn poll<S: FrameStore>(&mut self, now: Nanos, store: &mut S, mut tx: impl FnMut(u16, Packet)) {
-        self.fabric.poll(now, store, |h, pkt| tx(h as u16, pkt))
+        let (hosts, wires) = (&self.host_exit, &self.wire_exit);
+        self.fabric.poll(now, store, |e, pkt| match e {
+            Exit::Host(h) => tx(hosts[h], pkt),
+            Exit::Wire { switch, port } => tx(wires[switch][port as usize], pkt),
+        })
     }
     #[inline]
     fn next_event(&self, now: Nanos) -> Option<Nanos> {

@@ -657,3 +657,171 @@ fn raqm_in_a_fabric_holds_the_acks_of_a_congested_host_port() {
     );
     assert_eq!(j["conservation"]["holds"], true, "{}", j["conservation"]);
 }
+
+/// `--switches` and `--link-ifaces` for process A of a two-process
+/// leaf-spine (leaf1 and spine1).
+fn part_a(topo: &TopoFile, extra: &[&str]) -> Result<Settings, String> {
+    let t = topo.arg();
+    let mut args = vec![
+        "--topology",
+        &t,
+        "--switches",
+        "leaf1,spine1",
+        "--ports",
+        "ss-h1-sw,ss-h2-sw",
+        "--link-ifaces",
+        "spine1:leaf2=w1,leaf1:spine2=w0",
+    ];
+    args.extend_from_slice(extra);
+    resolve(&args)
+}
+
+#[test]
+fn part_of_a_fabric_sends_and_receives_on_its_wires() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let s = part_a(&topo, &["--aqm", "dctcp"]).unwrap_or_else(|e| panic!("{e}"));
+    let mut c = FabricCore::build(&s).unwrap();
+    // The data path's interfaces: this part's hosts, then its wires in
+    // port order (whatever order --link-ifaces gave them in).
+    let ifaces: Vec<String> = s.ports.iter().map(|p| p.name.clone()).collect();
+    assert_eq!(ifaces, ["ss-h1-sw", "ss-h2-sw", "w0", "w1"]);
+    assert_eq!(
+        c.port_names(&ifaces),
+        [
+            "leaf1:h1",
+            "leaf1:h2",
+            "leaf1:spine2",
+            "spine1:leaf2",
+            "leaf1:spine1",
+            "spine1:leaf1"
+        ]
+    );
+    // A wire's port is the link's: its rate and delay.
+    assert_eq!(s.ports[2].port.rate, Rate::mbit(100));
+    assert_eq!(s.ports[2].delay_ns, 10 * US);
+    let text = s.describe();
+    assert!(
+        text.contains(
+            "this process runs leaf1, spine1; leaf2, spine2 run elsewhere, over 2 wire(s)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("wire leaf1:spine2 = interface w0"), "{text}");
+    assert!(!text.contains("host h3"), "{text}");
+    // h1 → h3 (on leaf2, another process's): out by a wire, over either
+    // spine (ECMP) — by spine2 straight from leaf1 (port 2), or by spine1
+    // and then its wire to leaf2 (port 3).
+    let mut st = VecStore::new();
+    let mut by_port = [0u32; 4];
+    for sport in 0..64 {
+        send(&mut c, &mut st, 0, udp(1, 3, sport, 200), 0);
+    }
+    for (p, f) in run(&mut c, &mut st, 0, 2 * MS) {
+        assert_eq!(f[0..6], [2, 0, 0, 0, 0, 3], "to h3");
+        by_port[p as usize] += 1;
+    }
+    assert_eq!(by_port[..2], [0, 0], "{by_port:?}");
+    assert!(
+        by_port[2] > 0 && by_port[3] > 0,
+        "ECMP used one spine: {by_port:?}"
+    );
+    assert_eq!(by_port[2] + by_port[3], 64);
+    // h3 → h1 arriving on a wire (from spine2 into leaf1): delivered to h1.
+    send(&mut c, &mut st, 2, udp(3, 1, 9, 200), 3 * MS);
+    let out = run(&mut c, &mut st, 3 * MS, 4 * MS);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, 0, "h1's port");
+    // And from leaf2 into spine1 (wire port 3): spine1 sends it down to leaf1.
+    send(&mut c, &mut st, 3, udp(3, 2, 9, 200), 5 * MS);
+    let out = run(&mut c, &mut st, 5 * MS, 6 * MS);
+    assert_eq!(
+        out.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        [1],
+        "h2's port"
+    );
+    assert_eq!(st.live, 0);
+    assert!(c.fabric().conservation().holds);
+}
+
+#[test]
+fn part_of_a_fabric_refuses_wires_it_cannot_place() {
+    let topo = TopoFile::new(LEAF_SPINE);
+    let t = topo.arg();
+    let base = |extra: &[&str]| -> String {
+        let mut args = vec!["--topology", t.as_str()];
+        args.extend_from_slice(extra);
+        err(&args)
+    };
+    let e = base(&["--switches", "leaf1,spine9", "--ports", "a,b"]);
+    assert!(e.contains("--switches spine9: --topology"), "{e}");
+    assert!(
+        e.contains("its switches are leaf1, leaf2, spine1, spine2"),
+        "{e}"
+    );
+    // A wire without an interface.
+    let e = base(&[
+        "--switches",
+        "leaf1,spine1",
+        "--ports",
+        "a,b",
+        "--link-ifaces",
+        "leaf1:spine2=w0",
+    ]);
+    assert!(
+        e.contains("the links spine1:leaf2 lead to switches another process runs"),
+        "{e}"
+    );
+    assert!(e.contains("--link-ifaces spine1:leaf2=IFACE"), "{e}");
+    // A port that is not a wire, a wire named twice, no '='.
+    let two = "leaf1:spine2=w0,spine1:leaf2=w1";
+    for (ifaces, what) in [
+        (
+            format!("{two},leaf1:spine1=w2"),
+            "leaf1:spine1 is not a wire of this process; its wires",
+        ),
+        (
+            format!("{two},leaf1:spine2=w3"),
+            "leaf1:spine2 is named twice",
+        ),
+        (format!("{two},w4"), "--link-ifaces w4: write PORT=IFACE"),
+    ] {
+        let e = base(&[
+            "--switches",
+            "leaf1,spine1",
+            "--ports",
+            "a,b",
+            "--link-ifaces",
+            &ifaces,
+        ]);
+        assert!(e.contains(what), "{ifaces}: {e}");
+    }
+    // Hosts: one interface per host of *this* part.
+    let e = base(&[
+        "--switches",
+        "leaf1,spine1",
+        "--ports",
+        "a,b,c",
+        "--link-ifaces",
+        two,
+    ]);
+    assert!(
+        e.contains("the switches --switches names in --topology")
+            && e.contains("have 2 hosts (h1, h2)"),
+        "{e}"
+    );
+    // Wires in a whole fabric: there are none.
+    let e = base(&["--ports", "a,b,c,d", "--link-ifaces", "leaf1:spine2=w0"]);
+    assert!(e.contains("has no wires"), "{e}");
+    // A process running only spines has no hosts: --ports may be empty.
+    let s = resolve(&[
+        "--topology",
+        &t,
+        "--switches",
+        "spine1",
+        "--link-ifaces",
+        "spine1:leaf1=w0,spine1:leaf2=w1",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ifaces: Vec<&str> = s.ports.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(ifaces, ["w0", "w1"]);
+}

@@ -61,13 +61,7 @@ pub fn frames_needed(settings: &Settings, sockets: u32, opts: &XskOptions) -> u3
         .sum();
     // R-AQM's VIQs hold ACK frames too (every port's, a fabric's links too).
     let viqs = match &settings.fabric {
-        Some(f) => f
-            .raqm
-            .iter()
-            .flatten()
-            .flatten()
-            .map(|r| r.viq_limit_pkts as u64)
-            .sum(),
+        Some(f) => f.local_raqm().map(|r| r.viq_limit_pkts as u64).sum(),
         None => settings
             .raqm
             .as_ref()

@@ -165,7 +165,8 @@ impl Snapshot {
     }
 
     /// Copies a fabric's counters at core time `now`: its ports in `order`
-    /// ((switch, port) pairs, [`Fabric::port_order`]) named by `names`, the
+    /// ((slot in [`Fabric::switches`], port) pairs in the order of
+    /// [`Fabric::port_order`]) named by `names`, the
     /// counter identities of every switch (switch-wide: their sum) and
     /// link, and the routes' and links' report.
     pub fn take_fabric(

@@ -2,6 +2,12 @@
 //! first (in the order its `hosts` list them), then one port per link (in
 //! the order the links are given). Names: `leaf1:h3` (towards a host),
 //! `leaf1:spine2` (towards a switch — the link direction leaf1 → spine2).
+//!
+//! A process may run only some of the switches (`--switches`, [`Layout::part`]):
+//! the numbers stay those of the whole fabric (so every process computes the
+//! same routes), and a link from a switch it runs to one it does not is a
+//! *wire* — a real interface (a NIC or a veth) to the process that runs the
+//! other end.
 
 use super::topology::{FabricDesc, PortDesc};
 
@@ -29,6 +35,8 @@ pub struct Layout {
     pub ports: Vec<Vec<PortRole>>,
     /// `host_port[h]`: (switch, port) of host `h`.
     pub host_port: Vec<(usize, u16)>,
+    /// `local[s]`: this process runs switch `s`.
+    pub local: Vec<bool>,
 }
 
 impl Layout {
@@ -58,21 +66,65 @@ impl Layout {
                 peer_port: pa,
             });
         }
-        Layout { ports, host_port }
+        let local = vec![true; d.switches.len()];
+        Layout {
+            ports,
+            host_port,
+            local,
+        }
     }
 
-    /// Every egress port as (switch, port): the host ports in the hosts'
-    /// order (so the `h`-th is host `h`'s), then every switch's link ports,
-    /// switch by switch.
-    pub fn port_order(&self) -> Vec<(usize, u16)> {
-        let mut v = self.host_port.clone();
-        for (s, ports) in self.ports.iter().enumerate() {
-            for (p, r) in ports.iter().enumerate() {
-                if let PortRole::Link { .. } = r {
-                    v.push((s, p as u16));
-                }
-            }
+    /// The numbers for `d` in a process that runs only the switches
+    /// `local[s]` (the whole fabric's numbers; see the module header).
+    pub fn part(d: &FabricDesc, local: &[bool]) -> Self {
+        Layout {
+            local: local.to_vec(),
+            ..Layout::new(d)
         }
+    }
+
+    /// Port `p` of switch `s` is a link to a switch this process does not
+    /// run: a wire (a real interface).
+    pub fn is_wire(&self, s: usize, p: u16) -> bool {
+        matches!(self.ports[s][p as usize], PortRole::Link { peer, .. } if !self.local[peer])
+    }
+
+    /// The hosts (indices into [`FabricDesc::hosts`]) on switches this
+    /// process runs, in the hosts' order.
+    pub fn local_hosts(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.host_port.len()).filter(|&h| self.local[self.host_port[h].0])
+    }
+
+    /// The wires, as (switch, port), switch by switch in port order.
+    pub fn wires(&self) -> Vec<(usize, u16)> {
+        self.link_ports()
+            .filter(|&(s, p)| self.is_wire(s, p))
+            .collect()
+    }
+
+    /// Every link port of the switches this process runs, switch by switch.
+    fn link_ports(&self) -> impl Iterator<Item = (usize, u16)> + '_ {
+        self.ports
+            .iter()
+            .enumerate()
+            .filter(|&(s, _)| self.local[s])
+            .flat_map(|(s, ports)| {
+                ports.iter().enumerate().filter_map(move |(p, r)| match r {
+                    PortRole::Link { .. } => Some((s, p as u16)),
+                    PortRole::Host(_) => None,
+                })
+            })
+    }
+
+    /// Every egress port this process runs as (switch, port), in the order
+    /// the data path numbers them: its hosts' ports in the hosts' order,
+    /// then its wires ([`wires`](Self::wires)) — together the data path's
+    /// interfaces — then every other link port, switch by switch. For the
+    /// whole fabric: the `h`-th is host `h`'s port.
+    pub fn port_order(&self) -> Vec<(usize, u16)> {
+        let mut v: Vec<(usize, u16)> = self.local_hosts().map(|h| self.host_port[h]).collect();
+        v.extend(self.wires());
+        v.extend(self.link_ports().filter(|&(s, p)| !self.is_wire(s, p)));
         v
     }
 

@@ -22,6 +22,14 @@
 //!
 //! Topology: [`topology`] (TOML and the leaf-spine shorthand); forwarding:
 //! [`routes`] (shortest paths, ECMP, proxy ARP, the flood tree).
+//!
+//! **Part of a fabric.** [`Fabric::part`] runs only some of the switches:
+//! every process computes the whole fabric's routes from the same topology,
+//! and a link to a switch another process runs is a *wire*: what leaves
+//! that link's egress port (after its queues, AQM, shaper and delay line)
+//! goes out as [`Exit::Wire`] — the data path sends it on a real interface
+//! — and what arrives from the other process enters by
+//! [`Fabric::ingress_at`] on the same port.
 
 pub mod arp;
 pub mod build;
@@ -55,6 +63,21 @@ pub struct PortCtx<'a> {
     pub role: PortRole,
     /// The topology's settings for it.
     pub desc: &'a PortDesc,
+}
+
+/// Where a frame leaves the part of the fabric this process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// To host `h` (index into the topology's hosts).
+    Host(usize),
+    /// Onto the wire of link port `port` of switch `switch` (topology
+    /// index): a link to a switch another process runs.
+    Wire {
+        /// The switch.
+        switch: usize,
+        /// Its port.
+        port: u16,
+    },
 }
 
 /// A fabric that cannot be built (a port the maker refused).
@@ -119,10 +142,17 @@ pub struct LinkReport {
 pub struct Fabric<A: Aqm> {
     desc: FabricDesc,
     layout: Layout,
+    /// The switches this process runs, in the topology's order.
     switches: Vec<Switch<A, Routes>>,
-    /// Frames between two switches within one poll (no allocation per poll).
+    /// `ids[i]`: the topology's index of `switches[i]`.
+    ids: Vec<usize>,
+    /// `slot[s]`: where topology switch `s` is in `switches` (None: another
+    /// process runs it).
+    slot: Vec<Option<usize>>,
+    /// Frames between two switches within one poll (no allocation per poll):
+    /// (slot, port, frame).
     transit: Vec<(usize, u16, Packet)>,
-    /// Switches that got frames in the last round of a poll.
+    /// Switches (by slot) that got frames in the last round of a poll.
     dirty: Vec<bool>,
     /// Frames handed to [`Fabric::ingress`] for a host it does not have
     /// (a caller's bug; released and counted).
@@ -136,13 +166,31 @@ impl<A: Aqm> Fabric<A> {
     /// topology's delay becomes the port's delay line.
     pub fn new(
         desc: FabricDesc,
+        make_port: impl FnMut(&PortCtx) -> Result<(PortConfig, A), String>,
+        now: Nanos,
+    ) -> Result<Self, FabricError> {
+        let local = vec![true; desc.switches.len()];
+        Self::part(desc, &local, make_port, now)
+    }
+
+    /// Builds the part of fabric `desc` made of the switches `local[s]`, as
+    /// [`new`](Self::new): routes are the whole fabric's, and a link to a
+    /// switch not in `local` is a wire ([`Exit::Wire`], [`ingress_at`](Self::ingress_at)).
+    pub fn part(
+        desc: FabricDesc,
+        local: &[bool],
         mut make_port: impl FnMut(&PortCtx) -> Result<(PortConfig, A), String>,
         now: Nanos,
     ) -> Result<Self, FabricError> {
-        let layout = Layout::new(&desc);
+        let layout = Layout::part(&desc, local);
         let routes = routes::compute(&desc, &layout);
         let mut switches = Vec::with_capacity(desc.switches.len());
+        let mut ids = Vec::new();
+        let mut slot = vec![None; desc.switches.len()];
         for (s, r) in routes.into_iter().enumerate() {
+            if !layout.local[s] {
+                continue;
+            }
             let mut specs = Vec::with_capacity(layout.ports[s].len());
             for (p, &role) in layout.ports[s].iter().enumerate() {
                 let ctx = PortCtx {
@@ -171,6 +219,8 @@ impl<A: Aqm> Fabric<A> {
                 port: desc.switches[s].name.clone(),
                 err: e.to_string(),
             })?;
+            slot[s] = Some(switches.len());
+            ids.push(s);
             switches.push(sw);
         }
         let n = switches.len();
@@ -178,6 +228,8 @@ impl<A: Aqm> Fabric<A> {
             desc,
             layout,
             switches,
+            ids,
+            slot,
             transit: Vec::with_capacity(1024),
             dirty: vec![false; n],
             unknown_host: 0,
@@ -192,7 +244,9 @@ impl<A: Aqm> Fabric<A> {
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
-    /// The switches, in the topology's order.
+    /// The switches this process runs, in the topology's order (all of
+    /// them unless [`part`](Self::part)); the `i`-th is topology switch
+    /// [`switch_ids`](Self::switch_ids)`[i]`.
     pub fn switches(&self) -> &[Switch<A, Routes>] {
         &self.switches
     }
@@ -200,25 +254,38 @@ impl<A: Aqm> Fabric<A> {
     pub fn switches_mut(&mut self) -> &mut [Switch<A, Routes>] {
         &mut self.switches
     }
-    /// The switch named `name`.
+    /// The topology's index of each of [`switches`](Self::switches).
+    pub fn switch_ids(&self) -> &[usize] {
+        &self.ids
+    }
+    /// Where topology switch `s` is in [`switches`](Self::switches) (None:
+    /// another process runs it).
+    pub fn slot(&self, s: usize) -> Option<usize> {
+        self.slot.get(s).copied().flatten()
+    }
+    /// The switch named `name`, if this process runs it.
     pub fn switch(&self, name: &str) -> Option<&Switch<A, Routes>> {
-        self.desc.switch_index(name).map(|s| &self.switches[s])
+        let i = self.slot(self.desc.switch_index(name)?)?;
+        Some(&self.switches[i])
     }
 
-    /// Every link direction, named `from:to`, in link order (a → b, b → a).
+    /// Every link direction starting at a switch this process runs, named
+    /// `from:to`, switch by switch in port order.
     pub fn links(&self) -> impl Iterator<Item = LinkView<'_, A>> + '_ {
-        self.layout
-            .ports
+        self.ids
             .iter()
-            .enumerate()
-            .flat_map(move |(s, ports)| {
-                ports.iter().enumerate().filter_map(move |(p, r)| match r {
-                    PortRole::Link { .. } => Some(LinkView {
-                        name: self.layout.port_name(&self.desc, s, p as u16),
-                        port: &self.switches[s].ports()[p],
-                    }),
-                    PortRole::Host(_) => None,
-                })
+            .zip(&self.switches)
+            .flat_map(move |(&s, sw)| {
+                self.layout.ports[s]
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(p, r)| match r {
+                        PortRole::Link { .. } => Some(LinkView {
+                            name: self.layout.port_name(&self.desc, s, p as u16),
+                            port: &sw.ports()[p],
+                        }),
+                        PortRole::Host(_) => None,
+                    })
             })
     }
     /// The link direction named `from:to` (`leaf1:spine2`).
@@ -243,19 +310,45 @@ impl<A: Aqm> Fabric<A> {
             store.release(frame);
             return;
         };
-        self.switches[s].ingress(p, frame, len, now, store);
+        self.ingress_at(s, p, frame, len, now, store);
+    }
+
+    /// A frame of `len` bytes arrives at `now` on port `port` of topology
+    /// switch `switch`: from a wire (a link to a switch another process
+    /// runs), or a host. The fabric owns the frame from here on.
+    pub fn ingress_at<S: FrameStore>(
+        &mut self,
+        switch: usize,
+        port: u16,
+        frame: FrameId,
+        len: u32,
+        now: Nanos,
+        store: &mut S,
+    ) {
+        match self.slot(switch) {
+            Some(i) if (port as usize) < self.switches[i].ports().len() => {
+                self.switches[i].ingress(port, frame, len, now, store)
+            }
+            // Not a port of this process: a caller's bug; keep the frame accounted.
+            _ => {
+                self.unknown_host += 1;
+                store.release(frame);
+            }
+        }
     }
 
     /// Moves everything due by `now`: each switch's departures that reach a
-    /// host go to `tx(host, packet)` (which owns the frame from then on);
-    /// those that reach another switch enter it at once, and may go on
-    /// through it in the same call when nothing holds them (an unshaped,
-    /// zero-delay path crosses the whole fabric in one poll).
+    /// host go to `tx(Exit::Host(h), packet)`, those that leave by a wire
+    /// to `tx(Exit::Wire { .. }, packet)` (`tx` owns the frame from then
+    /// on); those that reach another switch of this process enter it at
+    /// once, and may go on through it in the same call when nothing holds
+    /// them (an unshaped, zero-delay path crosses the whole fabric in one
+    /// poll).
     pub fn poll<S: FrameStore>(
         &mut self,
         now: Nanos,
         store: &mut S,
-        mut tx: impl FnMut(usize, Packet),
+        mut tx: impl FnMut(Exit, Packet),
     ) {
         self.dirty.fill(true);
         // A frame crosses at most one link per round and shortest paths have
@@ -263,16 +356,20 @@ impl<A: Aqm> Fabric<A> {
         // what is left stays queued and next_event reports it due.
         for _round in 0..=self.switches.len() {
             let mut transit = std::mem::take(&mut self.transit);
-            for (s, sw) in self.switches.iter_mut().enumerate() {
-                if !std::mem::replace(&mut self.dirty[s], false) {
+            for (i, sw) in self.switches.iter_mut().enumerate() {
+                if !std::mem::replace(&mut self.dirty[i], false) {
                     continue;
                 }
-                let roles = &self.layout.ports[s];
+                let s = self.ids[i];
+                let (roles, slot) = (&self.layout.ports[s], &self.slot);
                 sw.poll(now, store, |p, pkt| match roles[p as usize] {
-                    PortRole::Host(h) => tx(h, pkt),
+                    PortRole::Host(h) => tx(Exit::Host(h), pkt),
                     PortRole::Link {
                         peer, peer_port, ..
-                    } => transit.push((peer, peer_port, pkt)),
+                    } => match slot[peer] {
+                        Some(j) => transit.push((j, peer_port, pkt)),
+                        None => tx(Exit::Wire { switch: s, port: p }, pkt),
+                    },
                 });
             }
             let moved = !transit.is_empty();
@@ -293,12 +390,11 @@ impl<A: Aqm> Fabric<A> {
     /// reads the report serialises it.
     pub fn report(&self) -> FabricReport {
         let switches = self
-            .desc
-            .switches
+            .ids
             .iter()
             .zip(&self.switches)
-            .map(|(d, s)| SwitchRoutes {
-                name: d.name.clone(),
+            .map(|(&i, s)| SwitchRoutes {
+                name: self.desc.switches[i].name.clone(),
                 routes: *s.forwarder().counters(),
                 next_hops: s.forwarder().groups().to_vec(),
             })
@@ -327,10 +423,11 @@ impl<A: Aqm> Fabric<A> {
         self.unknown_host
     }
 
-    /// Every egress port as (switch, port): the host ports in the hosts'
-    /// order (so the `h`-th is host `h`'s), then every switch's link ports,
-    /// switch by switch (the order of [`links`](Self::links)). The data
-    /// path numbers the fabric's ports so in its counters and time series.
+    /// Every egress port this process runs as (topology switch, port): the
+    /// host ports in the hosts' order (for the whole fabric, the `h`-th is
+    /// host `h`'s), then the wires, then every other link port, switch by
+    /// switch ([`Layout::port_order`]). The data path numbers the fabric's
+    /// ports so in its counters and time series.
     pub fn port_order(&self) -> Vec<(usize, u16)> {
         self.layout.port_order()
     }
@@ -357,21 +454,23 @@ impl<A: Aqm> Fabric<A> {
         }
     }
 
-    /// Every switch's counter identities, and every link's: what left a
-    /// link's delay line entered the far switch on that link's port.
+    /// Every switch's counter identities (by slot, as
+    /// [`switches`](Self::switches)), and every in-process link's: what left
+    /// a link's delay line entered the far switch on that link's port. (A
+    /// wire's two ends are in two processes; each end's own identities
+    /// hold.)
     pub fn conservation(&self) -> FabricConservation {
         let switches: Vec<Conservation> = self.switches.iter().map(|s| s.conservation()).collect();
         let mut link_failures = Vec::new();
-        for (s, ports) in self.layout.ports.iter().enumerate() {
-            for (p, r) in ports.iter().enumerate() {
+        for (i, &s) in self.ids.iter().enumerate() {
+            for (p, r) in self.layout.ports[s].iter().enumerate() {
                 if let PortRole::Link {
                     peer, peer_port, ..
                 } = *r
                 {
-                    let sent = self.switches[s].ports()[p].io.tx_packets;
-                    let got = self.switches[peer].ports()[peer_port as usize]
-                        .io
-                        .rx_packets;
+                    let Some(j) = self.slot[peer] else { continue };
+                    let sent = self.switches[i].ports()[p].io.tx_packets;
+                    let got = self.switches[j].ports()[peer_port as usize].io.rx_packets;
                     if sent != got {
                         link_failures.push(format!(
                             "link {}: {sent} frames left its wire, {got} entered {}",

@@ -128,8 +128,13 @@ fn collect<A: crate::aqm::Aqm>(
     now: Nanos,
 ) -> Vec<(usize, Vec<u8>)> {
     let mut out = Vec::new();
-    f.poll(now, st, |h, pkt| out.push((h, pkt.frame)));
-    out.into_iter().map(|(h, id)| (h, st.take(id))).collect()
+    f.poll(now, st, |e, pkt| out.push((e, pkt.frame)));
+    out.into_iter()
+        .map(|(e, id)| match e {
+            Exit::Host(h) => (h, st.take(id)),
+            Exit::Wire { .. } => panic!("a whole fabric has no wires: {e:?}"),
+        })
+        .collect()
 }
 
 /// Runs events until the fabric is idle: (time, host, bytes) per delivery.
@@ -833,4 +838,242 @@ fn random_traffic_over_shaped_links_keeps_every_frame_accounted() {
     // A frame for a host the fabric does not have is released and counted.
     send(&mut f, &mut st, 99, vec![0u8; 64], now);
     assert_eq!((f.unknown_host_frames(), st.live), (1, 0));
+}
+
+// ---- a fabric over several processes ----
+
+/// Polls the two parts of one fabric at `now`, joined by ideal wires (a
+/// frame leaving one part's wire enters the other's at the same instant),
+/// in rounds until no frame crosses a wire — as one fabric's poll does.
+/// Deliveries to hosts go to `out`; `wired` counts wire crossings.
+fn poll_parts<A: crate::aqm::Aqm>(
+    parts: &mut [Fabric<A>; 2],
+    st: &mut VecStore,
+    now: Nanos,
+    out: &mut Vec<(Nanos, usize, Vec<u8>)>,
+    wired: &mut u64,
+) {
+    loop {
+        let mut delivered = Vec::new();
+        let mut crossing = Vec::new();
+        for part in parts.iter_mut() {
+            let layout = part.layout().clone();
+            part.poll(now, st, |e, pkt| match e {
+                Exit::Host(h) => delivered.push((h, pkt.frame)),
+                Exit::Wire { switch, port } => match layout.ports[switch][port as usize] {
+                    PortRole::Link {
+                        peer, peer_port, ..
+                    } => crossing.push((peer, peer_port, pkt)),
+                    PortRole::Host(_) => panic!("a wire is a link port"),
+                },
+            });
+        }
+        out.extend(delivered.into_iter().map(|(h, id)| (now, h, st.take(id))));
+        if crossing.is_empty() {
+            return;
+        }
+        for (peer, peer_port, pkt) in crossing {
+            *wired += 1;
+            let part = parts.iter_mut().find(|p| p.slot(peer).is_some()).unwrap();
+            part.ingress_at(peer, peer_port, pkt.frame, pkt.len, now, st);
+        }
+    }
+}
+
+/// Runs a fabric's events from `*at` up to `until` (inclusive).
+fn advance<A: crate::aqm::Aqm>(
+    f: &mut Fabric<A>,
+    st: &mut VecStore,
+    at: &mut Nanos,
+    until: Nanos,
+    out: &mut Vec<(Nanos, usize, Vec<u8>)>,
+) {
+    while let Some(t) = f.next_event(*at).filter(|&t| t <= until) {
+        *at = t.max(*at);
+        out.extend(collect(f, st, *at).into_iter().map(|(h, b)| (*at, h, b)));
+    }
+}
+
+/// As [`advance`], for two parts of one fabric.
+fn advance_parts<A: crate::aqm::Aqm>(
+    parts: &mut [Fabric<A>; 2],
+    st: &mut VecStore,
+    at: &mut Nanos,
+    until: Nanos,
+    out: &mut Vec<(Nanos, usize, Vec<u8>)>,
+    wired: &mut u64,
+) {
+    loop {
+        let next = parts.iter().filter_map(|p| p.next_event(*at)).min();
+        match next.filter(|&t| t <= until) {
+            Some(t) => {
+                *at = t.max(*at);
+                poll_parts(parts, st, *at, out, wired);
+            }
+            None => return,
+        }
+    }
+}
+
+#[test]
+fn a_fabric_split_over_two_parts_joined_by_wires_delivers_what_the_whole_one_does() {
+    // 2 × 2 leaf-spine with shaped, delayed links and small buffers; part A
+    // runs leaf1 and spine1, part B leaf2 and spine2, so every path between
+    // the leaves crosses one wire, and leaf1's uplinks are one wire and one
+    // in-process link. Random traffic between every host pair, and
+    // broadcasts (which follow the flood tree across the wires): with ideal
+    // wires the two parts must deliver exactly the frames the whole fabric
+    // delivers, at the same times, drop the same, and route alike.
+    let text = r#"
+        [defaults]
+        buffer = "16kb"
+        [leaf_spine]
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 2
+        host_rate = "1gbit"
+        fabric_rate = "1gbit"
+        delay = "5us"
+    "#;
+    let maker = |_: &PortCtx| {
+        Ok((
+            PortConfig {
+                queues: 1,
+                ..PortConfig::default()
+            },
+            DropTail,
+        ))
+    };
+    let d = desc(text);
+    let mut whole = Fabric::new(d.clone(), maker, 0).unwrap();
+    let a_local = [true, false, true, false]; // leaf1, leaf2, spine1, spine2
+    let b_local = a_local.map(|l| !l);
+    let mut parts = [
+        Fabric::part(d.clone(), &a_local, maker, 0).unwrap(),
+        Fabric::part(d, &b_local, maker, 0).unwrap(),
+    ];
+    // What each part is: its switches, and its wires named by port.
+    let wires = |f: &Fabric<DropTail>| -> Vec<String> {
+        f.layout()
+            .wires()
+            .into_iter()
+            .map(|(s, p)| f.port_name(s, p))
+            .collect()
+    };
+    assert_eq!(parts[0].switch_ids(), [0, 2]);
+    assert!(parts[0].switch("leaf2").is_none());
+    assert_eq!(wires(&parts[0]), ["leaf1:spine2", "spine1:leaf2"]);
+    assert_eq!(wires(&parts[1]), ["leaf2:spine1", "spine2:leaf1"]);
+    assert!(wires(&whole).is_empty());
+    let order: Vec<String> = parts[0]
+        .port_order()
+        .iter()
+        .map(|&(s, p)| parts[0].port_name(s, p))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "leaf1:h1",
+            "leaf1:h2",
+            "leaf1:spine2",
+            "spine1:leaf2",
+            "leaf1:spine1",
+            "spine1:leaf1"
+        ],
+        "hosts, then wires (the data path's interfaces), then in-process links"
+    );
+    let hosts = whole.desc().hosts.clone();
+    let (mut st_w, mut st_p) = (VecStore::new(), VecStore::new());
+    let mut rng = SimRng::new(7);
+    let (mut got_w, mut got_p) = (Vec::new(), Vec::new());
+    let (mut now, mut at_w, mut at_p, mut wired) = (0, 0, 0, 0u64);
+    for i in 0..2000 {
+        let a = (rng.next_u64() % 4) as usize;
+        let b = (a + 1 + (rng.next_u64() % 3) as usize) % 4;
+        let len = 64 + (rng.next_u64() % 1450) as usize;
+        let ports = ((rng.next_u64() % 16) as u16, 80);
+        let mut bytes = tcp(&hosts[a], &hosts[b], ports, flags::ACK, len);
+        if i % 100 == 0 {
+            bytes[0..6].copy_from_slice(&[0xff; 6]); // a broadcast: every other host
+        }
+        let len = bytes.len() as u32;
+        let id = st_w.insert(bytes.clone());
+        whole.ingress(a, id, len, now, &mut st_w);
+        let id = st_p.insert(bytes);
+        let part = parts
+            .iter_mut()
+            .find(|p| p.slot(hosts[a].switch).is_some())
+            .unwrap();
+        part.ingress(a, id, len, now, &mut st_p);
+        now += 1 + rng.next_u64() % 3000;
+        advance(&mut whole, &mut st_w, &mut at_w, now, &mut got_w);
+        advance_parts(
+            &mut parts, &mut st_p, &mut at_p, now, &mut got_p, &mut wired,
+        );
+        // The next frame arrives at `now`: time moves on to it.
+        (at_w, at_p) = (now, now);
+    }
+    advance(&mut whole, &mut st_w, &mut at_w, Nanos::MAX, &mut got_w);
+    advance_parts(
+        &mut parts,
+        &mut st_p,
+        &mut at_p,
+        Nanos::MAX,
+        &mut got_p,
+        &mut wired,
+    );
+    got_w.sort();
+    got_p.sort();
+    assert!(got_w.len() > 1500, "{} deliveries", got_w.len());
+    assert_eq!(got_w.len(), got_p.len());
+    assert!(
+        got_w == got_p,
+        "the parts delivered other frames or at other times"
+    );
+    assert!(wired > 500, "{wired} frames crossed a wire");
+    // The same routes and drops: every switch's ECMP counts and every
+    // port's counters are the whole fabric's.
+    let dropped = |sw: &Switch<DropTail, Routes>| -> u64 {
+        sw.ports()
+            .iter()
+            .map(|p| p.egress.counters().port.dropped.total().pkts)
+            .sum()
+    };
+    let mut drops = 0;
+    for part in &parts {
+        for (&s, sw) in part.switch_ids().iter().zip(part.switches()) {
+            let w = &whole.switches()[s];
+            let name = &whole.desc().switches[s].name;
+            assert_eq!(sw.forwarder().groups(), w.forwarder().groups(), "{name}");
+            assert_eq!(dropped(sw), dropped(w), "{name}");
+            drops += dropped(sw);
+        }
+    }
+    assert!(drops > 0, "the small buffers overflowed somewhere");
+    // Each part's counters add up, and a wire's two ends agree.
+    for (i, part) in parts.iter().enumerate() {
+        assert!(part.conservation().holds);
+        assert_eq!(part.held_packets(), 0);
+        for (s, p) in part.layout().wires() {
+            let PortRole::Link {
+                peer, peer_port, ..
+            } = part.layout().ports[s][p as usize]
+            else {
+                panic!("a wire is a link port")
+            };
+            let other = &parts[1 - i];
+            let sent = part.switches()[part.slot(s).unwrap()].ports()[p as usize]
+                .io
+                .tx_packets;
+            let got = other.switches()[other.slot(peer).unwrap()].ports()[peer_port as usize]
+                .io
+                .rx_packets;
+            assert_eq!(sent, got, "{}", part.port_name(s, p));
+        }
+    }
+    assert_eq!(st_p.live, 0);
+    // A frame for a port this part does not run is released and counted.
+    let id = st_p.insert(vec![0u8; 64]);
+    parts[0].ingress_at(1, 0, id, 64, now, &mut st_p);
+    assert_eq!((parts[0].unknown_host_frames(), st_p.live), (1, 0));
 }
