@@ -511,12 +511,26 @@ fn a_fabric_runs_across_two_processes_joined_by_veth_wires() {
         ("leaf1:spine2", "spine2:leaf1"),
         ("spine1:leaf2", "leaf2:spine1"),
     ] {
+        // Frames the receiving kernel dropped before the socket (its rx
+        // ring full, no free frame) are counted there, not lost silently.
+        let lost = |end: &serde_json::Value, base: &serde_json::Value, p: &str| {
+            let k = |j: &serde_json::Value| {
+                port(j, p)["kernel"]["rx_lost"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{p}: no kernel counters: {}", port(j, p)))
+            };
+            k(end) - k(base)
+        };
         let sent = since(&ja, &base_a, pa, "tx_packets");
-        let got = since(&jb, &base_b, pb, "rx_packets");
+        let got = since(&jb, &base_b, pb, "rx_packets") + lost(&jb, &base_b, pb);
         assert!(sent > 1000, "{pa} carried {sent} frames");
-        assert_eq!(sent, got, "{pa} sent {sent}, {pb} received {got}");
+        assert_eq!(
+            sent, got,
+            "{pa} sent {sent}, {pb} received or its kernel dropped {got}"
+        );
         let back = since(&jb, &base_b, pb, "tx_packets");
-        assert_eq!(back, since(&ja, &base_a, pa, "rx_packets"), "{pb} → {pa}");
+        let got_back = since(&ja, &base_a, pa, "rx_packets") + lost(&ja, &base_a, pa);
+        assert_eq!(back, got_back, "{pb} → {pa}");
     }
     // Real TCP across both processes at a fair share of the 500 Mbit/s path.
     assert!(bps > 100e6, "h1 → h3 only {:.0} Mbit/s", bps / 1e6);

@@ -159,6 +159,13 @@ fn ping_through_switch() {
     assert!(k["max_sendtos_per_flush"].as_u64().unwrap_or(0) >= 1, "{k}");
     assert!(k["max_frames_per_sendto"].as_u64().unwrap_or(0) >= 1, "{k}");
     assert!(k["max_sendto_us"].as_f64().unwrap_or(0.0) > 0.0, "{k}");
+    // Every port reports what its kernel socket dropped before the switch
+    // saw it (pings at this rate: nothing).
+    for p in j["ports"].as_array().unwrap() {
+        let k = &p["kernel"];
+        assert_eq!(k["rx_lost"].as_u64(), Some(0), "{}: {k}", p["name"]);
+        assert!(k["rx_fill_ring_empty"].as_u64().is_some(), "{k}");
+    }
     let stolen = j["loop"]["thread_stolen_ms"].as_f64();
     // Undilated: the counters' time is real time.
     let elapsed_ms = j["elapsed_s"].as_f64().unwrap() * 1e3;

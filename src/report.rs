@@ -165,6 +165,20 @@ fn port_section(out: &mut String, p: &Value, elapsed: f64, real: &str) {
         u(&io["l2_only"]),
         ingress_drops(&io["ingress_drops"]),
     ));
+    let k = &p["kernel"];
+    if u(&k["rx_lost"]) > 0 || u(&k["tx_invalid_descs"]) > 0 {
+        out.push_str(&format!(
+            "  kernel: {} frames dropped before the switch saw them (no free frame {}, rx ring full {}, invalid {}){}\n",
+            u(&k["rx_lost"]),
+            u(&k["rx_dropped"]),
+            u(&k["rx_ring_full"]),
+            u(&k["rx_invalid_descs"]),
+            match u(&k["tx_invalid_descs"]) {
+                0 => String::new(),
+                n => format!("; {n} tx descriptors refused"),
+            }
+        ));
+    }
     queue_lines(out, &p["egress"]["queues"]);
     if let Some(sum) = p["aqm"]["summary"].as_str() {
         out.push_str(&format!("  {sum}\n"));
@@ -506,6 +520,19 @@ mod tests {
         assert!(t.contains("ingress drops: malformed=2"), "{t}");
         assert!(t.contains("every frame accounted for"), "{t}");
         assert!(!t.contains("add up"), "{t}");
+        // The kernel's socket drops: a line only when there are some.
+        assert!(!t.contains("kernel:"), "{t}");
+        let mut k = snap.clone();
+        k["ports"][0]["kernel"] = serde_json::json!({"rx_lost": 7, "rx_dropped": 2, "rx_ring_full": 5,
+            "rx_invalid_descs": 0, "rx_fill_ring_empty": 40, "tx_invalid_descs": 0});
+        let t = render(&k);
+        assert!(t.contains("  kernel: 7 frames dropped before the switch saw them (no free frame 2, rx ring full 5, invalid 0)\n"), "{t}");
+        k["ports"][0]["kernel"] =
+            serde_json::json!({"rx_lost": 0, "rx_fill_ring_empty": 40, "tx_invalid_descs": 0});
+        assert!(
+            !render(&k).contains("kernel:"),
+            "fill-ring-empty events alone lose nothing"
+        );
         let mut ok = snap.clone();
         ok["conservation"] = serde_json::json!({"switch": {"input": 12, "output": 12}, "holds": true, "failures": []});
         ok["umem"]["on_rings"] = serde_json::json!(8);

@@ -315,6 +315,24 @@ impl Ports {
         self.links.iter().all(|l| *l == LinkState::Gone)
     }
 
+    /// Each port's kernel socket counters (`XDP_STATISTICS`), summed over
+    /// its sockets: the frames the kernel dropped before the switch saw
+    /// them. A socket whose counters cannot be read adds nothing.
+    pub(super) fn kernel_counters(&self) -> Vec<crate::xsk::XskStatistics> {
+        self.socks
+            .iter()
+            .map(|ss| {
+                let mut sum = crate::xsk::XskStatistics::default();
+                for s in ss {
+                    if let Ok(k) = s.statistics() {
+                        sum.merge(&k);
+                    }
+                }
+                sum
+            })
+            .collect()
+    }
+
     /// Each port's interface state as last seen.
     pub(super) fn links(&self) -> &[LinkState] {
         &self.links

@@ -143,6 +143,8 @@ struct PcapOut {
 struct LiveSnapshot {
     counters: Snapshot,
     links: Vec<LinkState>,
+    /// Each data-path port's kernel socket counters.
+    kernel: Vec<crate::xsk::XskStatistics>,
     /// A fabric's interfaces, one per host port (the first ports).
     interfaces: Option<Vec<String>>,
     umem: FrameAccounting,
@@ -152,6 +154,18 @@ impl LiveSnapshot {
     fn to_json(&self) -> serde_json::Value {
         let mut v = self.counters.to_json();
         set_link_states(&mut v, &self.links);
+        // What the kernel dropped before the switch saw it (never in the
+        // switch's own counters: those frames never entered it).
+        for (i, k) in self.kernel.iter().enumerate() {
+            v["ports"][i]["kernel"] = json!({
+                "rx_lost": k.rx_lost(),
+                "rx_dropped": k.rx_dropped,
+                "rx_ring_full": k.rx_ring_full,
+                "rx_invalid_descs": k.rx_invalid_descs,
+                "rx_fill_ring_empty": k.rx_fill_ring_empty_descs,
+                "tx_invalid_descs": k.tx_invalid_descs,
+            });
+        }
         for (i, name) in self.interfaces.iter().flatten().enumerate() {
             v["ports"][i]["interface"] = json!(name);
         }
@@ -404,6 +418,7 @@ impl<'a, C: Core> DataPath<'a, C> {
         LiveSnapshot {
             counters,
             links: self.ports.links().to_vec(),
+            kernel: self.ports.kernel_counters(),
             interfaces: self
                 .settings
                 .fabric

@@ -144,6 +144,25 @@ pub struct XskStatistics {
     pub tx_ring_empty_descs: u64,
 }
 
+impl XskStatistics {
+    /// Adds `o` counter by counter (several sockets of one port).
+    pub fn merge(&mut self, o: &XskStatistics) {
+        self.rx_dropped += o.rx_dropped;
+        self.rx_invalid_descs += o.rx_invalid_descs;
+        self.tx_invalid_descs += o.tx_invalid_descs;
+        self.rx_ring_full += o.rx_ring_full;
+        self.rx_fill_ring_empty_descs += o.rx_fill_ring_empty_descs;
+        self.tx_ring_empty_descs += o.tx_ring_empty_descs;
+    }
+
+    /// Frames the kernel received for the socket and dropped before the
+    /// switch saw them: no free frame on the fill ring (`rx_dropped` in
+    /// copy mode), the rx ring full, or an invalid fill descriptor.
+    pub fn rx_lost(&self) -> u64 {
+        self.rx_dropped + self.rx_ring_full + self.rx_invalid_descs
+    }
+}
+
 /// Why creating a UMEM or binding a socket failed — each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum XskError {
