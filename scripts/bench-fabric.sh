@@ -31,23 +31,7 @@ PORTS=$("$SS" topo up --hosts 2 --prefix "$P" 2>/dev/null)
 H1=$P-h1; H2=$P-h2; IP2=10.99.0.2
 A=${PORTS%,*}; B=${PORTS#*,}
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-
-measure() { # prints: tcp_gbps udp_kpps rtt_p50_us runs
-  local tcp=() t
-  for _ in $(seq "$REPS"); do
-    ip netns exec "$H2" iperf3 -s -1 -D; sleep 0.3
-    t=$(ip netns exec "$H1" iperf3 -c "$IP2" -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
-    tcp+=("$t")
-  done
-  local tcp_med; tcp_med=$(printf '%s\n' "${tcp[@]}" | median)
-  ip netns exec "$H2" iperf3 -s -1 -D; sleep 0.3
-  local pps
-  pps=$(ip netns exec "$H1" iperf3 -c "$IP2" -u -l 18 -b 0 -t 5 -J | python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print((s["packets"]-s["lost_packets"])/s["seconds"]/1e3)')
-  local rtt
-  rtt=$(ip netns exec "$H1" ping -c 300 -i 0.005 "$IP2" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' | awk '{print $1*1000}' | median)
-  echo "$tcp_med $pps $rtt $(IFS=,; echo "${tcp[*]}")"
-}
+. scripts/bench-lib.sh
 
 chain() { # the topology of K switches in a row
   local k=$1 i
