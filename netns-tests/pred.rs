@@ -96,17 +96,28 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         aqm["summary"].as_str().unwrap_or("?"),
     );
     assert_eq!(aqm["kind"], "pred", "{aqm}");
-    // FCS: 8 data flows into h3's port, most of the time exactly those (the
-    // 2 iperf3 control connections send now and then): the N sampled every
-    // 10 ms while flows run is mostly 8.
+    // FCS: 8 data flows into h3's port. A flow counts in a 312.5 µs period
+    // only if one of its packets arrives in it, and the hosts send in
+    // bursts, so N sampled every 10 ms is often below 8: idle, 0.67–0.75 of
+    // the samples were 8 (four runs, 2026-11-27); beside one to three CPU
+    // hogs 0.55–0.72, the rest mostly 5–7; one loaded suite run had its
+    // mode at 6. What does not move with load: N reaches the 8 data flows
+    // (the flows are told apart, not merged) in a good share of periods,
+    // and hardly ever exceeds them by more than the 2 iperf3 control
+    // connections.
     let mut hist = std::collections::BTreeMap::<u64, usize>::new();
     for &n in n_samples.iter().filter(|&&n| n > 0) {
         *hist.entry(n).or_default() += 1;
     }
-    let mode = hist.iter().max_by_key(|(_, &c)| c).map(|(&n, _)| n);
+    eprintln!("FCS's N sampled every 10 ms (value: samples): {hist:?}");
+    let total: usize = hist.values().sum();
+    let share = |lo: u64, hi: u64| {
+        hist.range(lo..=hi).map(|(_, &c)| c).sum::<usize>() as f64 / total.max(1) as f64
+    };
     assert!(
-        matches!(mode, Some(8..=10)),
-        "FCS's N sampled every 10 ms: {hist:?}, expected mostly 8 (the data flows)\n{aqm}"
+        total > 200 && share(8, 10) >= 0.2 && share(11, u64::MAX) <= 0.01,
+        "FCS's N sampled every 10 ms: {hist:?}, expected 8 (the data flows) in a fifth of \
+         the samples or more and above 10 in at most 1 %\n{aqm}"
     );
     // The largest count of any one 312.5 µs period also takes in whatever
     // other IP packets of the hosts reach the port at that moment (the
