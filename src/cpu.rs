@@ -145,6 +145,26 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Lets the calling thread run on every CPU the process may use but `cpu`
+/// (where there is another); a no-op otherwise.
+pub fn avoid_cpu(cpu: u32) -> std::io::Result<()> {
+    let others: Vec<u32> = allowed_cpus()
+        .map_err(std::io::Error::other)?
+        .into_iter()
+        .filter(|&c| c != cpu)
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let mut set = nix::sched::CpuSet::new();
+    for c in others {
+        set.set(c as usize)
+            .map_err(|_| std::io::Error::other(format!("CPU {c} is beyond CPU_SETSIZE")))?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)?;
+    Ok(())
+}
+
 /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), ns: exact
 /// (the kernel brings the running thread's time up to date), and without
 /// steal time where the kernel accounts steal (paravirt guests).

@@ -355,6 +355,17 @@ fn loop_section(out: &mut String, l: &Value, real: &str) {
             u(&k["max_sendtos_per_flush"]),
         ));
     }
+    if let Some(t) = l.get("tx_thread") {
+        let g = |k: &str| t[k].as_f64().unwrap_or(0.0);
+        out.push_str(&format!(
+            "  tx thread (--tx-thread): frames waited on the tx rings in {} busy periods, \
+             longest {:.1} us; {} over 100 us, {:.1} ms in all\n",
+            u(&t["busy_periods"]),
+            g("max_wait_us"),
+            u(&t["late"]),
+            g("late_ms"),
+        ));
+    }
     if let Some(p) = l.get("poll") {
         let g = |k: &str| p[k].as_f64().unwrap_or(0.0);
         out.push_str(&format!(

@@ -257,6 +257,8 @@ const WITH_FILE: &[(&[&str], Option<&str>)] = &[
     (&["--config", "@BAD15"], Some("ports = [\"a\", \"b\"]\naqm = \"r-aqm\"\n[raqm_opts]\nbogus = 3\n")),
     (&["--config", "@BAD16"], Some("ports = [\"a\", \"b\"]\npcap_snaplen = 0\n")),
     (&["--config", "/nonexistent/x.toml"], None),
+    (&["--ports", "a,b", "--cpu", "1", "--tx-thread"], None),
+    (&["--config", "@TXT"], Some("ports = [\"a\", \"b\"]\ntx_thread = true\n")),
 ];
 
 fn cases() -> Vec<(Vec<&'static str>, Option<&'static str>)> {

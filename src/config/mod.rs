@@ -125,6 +125,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
         nice: data_path.nice,
         cpu: data_path.cpu,
         poll: data_path.poll,
+        tx_thread: flags.tx_thread || l.file.tx_thread,
         guard: runtime::guard(&l, dilation)?,
         timeseries: runtime::timeseries(&l)?,
     })

@@ -184,6 +184,13 @@ pub struct Options {
     /// other work (isolcpus, or a cpuset).
     #[arg(long, value_name = "N|last")]
     pub cpu: Option<String>,
+    /// Kick the kernel's transmit from a second thread (an option for
+    /// robustness, off by default): in copy mode on a veth the kick runs the
+    /// receiving host's stack, which then delays frames on their way to the
+    /// host instead of stalling the data path (README, "Fidelity guard").
+    #[arg(long)]
+    #[serde(default)]
+    pub tx_thread: bool,
     /// Between departures of a shaped port: `busy` spins (default), `adaptive` sleeps until just before the next departure while backlogged (frees CPU for the hosts; the fidelity guard shows what it costs).
     #[arg(long, value_name = "busy|adaptive")]
     pub poll: Option<String>,

@@ -53,6 +53,8 @@ pub struct Settings {
     pub cpu: crate::cpu::CpuChoice,
     /// Between departures: spin or sleep (`--poll`).
     pub poll: crate::poll::PollMode,
+    /// The tx kicks on a thread of their own (`--tx-thread`).
+    pub tx_thread: bool,
     /// Queue time-series CSV file and its sampling interval.
     pub timeseries: Option<(std::path::PathBuf, Nanos)>,
     /// Fidelity guard limits.
@@ -145,6 +147,11 @@ impl Settings {
                 "data path: --poll {} (sleeps until just before the next departure while backlogged)\n",
                 self.poll
             ));
+        }
+        if self.tx_thread {
+            out.push_str(
+                "data path: --tx-thread (the kernel's transmit is kicked from a second thread)\n",
+            );
         }
         if let Some(r) = &self.raqm {
             out.push_str(&format!("reverse path: {}\n", r.describe()));

@@ -38,6 +38,7 @@ mod fabric_tests;
 mod ports;
 mod run;
 pub mod snapshot;
+mod txthread;
 mod watch;
 
 pub use build::{build_fabric, build_switch};

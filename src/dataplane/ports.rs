@@ -15,8 +15,10 @@ use serde_json::json;
 
 use super::clock::Clock;
 use super::core::Core;
+use super::txthread::TxThread;
 use super::watch::LoopWatch;
 use crate::config::Settings;
+use crate::fidelity::TxWaits;
 use crate::packet::{FrameStore, Packet};
 use crate::preflight::{self, IfaceInfo, LinkState, SysPaths};
 use crate::units::Nanos;
@@ -129,6 +131,14 @@ pub(super) struct AtExit {
 
 /// The ports (see the module header).
 pub(super) struct Ports {
+    /// `--tx-thread`: kicks the tx rings. Declared first so that it stops
+    /// (on drop) before any socket closes.
+    tx_thread: Option<TxThread>,
+    /// Per port, with a tx thread: since when (real time) its tx ring has
+    /// held frames the kernel has not taken.
+    tx_since: Vec<Option<Nanos>>,
+    /// With a tx thread: how long the tx rings' busy periods lasted.
+    tx_lag: TxWaits,
     names: Vec<String>,
     ifindexes: Vec<u32>,
     sys: SysPaths,
@@ -149,6 +159,7 @@ impl Ports {
         settings: &Settings,
         names: &[String],
         ifaces: &[IfaceInfo],
+        data_path_cpu: Option<u32>,
     ) -> Result<(Ports, XdpAttachment)> {
         let names = names.to_vec();
         let opts = ring_options();
@@ -172,7 +183,16 @@ impl Ports {
             );
             socks.push(v);
         }
+        let tx_thread = if settings.tx_thread {
+            let kickers = socks.iter().map(|v| v[0].tx_kicker()).collect();
+            Some(TxThread::start(kickers, data_path_cpu)?)
+        } else {
+            None
+        };
         let ports = Ports {
+            tx_thread,
+            tx_since: vec![None; names.len()],
+            tx_lag: TxWaits::default(),
             ifindexes: ifaces.iter().map(|i| i.ifindex).collect(),
             sys: SysPaths::default(),
             umem,
@@ -208,7 +228,11 @@ impl Ports {
 
     /// What every socket's tx kicks cost so far, as one.
     pub(super) fn kick_cost(&self) -> crate::xsk::KickCost {
-        let mut c = crate::xsk::KickCost::default();
+        let mut c = self
+            .tx_thread
+            .as_ref()
+            .map(TxThread::cost)
+            .unwrap_or_default();
         for s in self.socks.iter().flatten() {
             c.merge(&s.kick_cost());
         }
@@ -262,7 +286,27 @@ impl Ports {
                     Err(_) => break,
                 }
             }
-            if s.tx_pending() > 0 {
+            if let Some(t) = &self.tx_thread {
+                // The tx thread kicks; the data path publishes and times how
+                // long the ring stays non-empty.
+                s.publish();
+                let outstanding = s.tx_outstanding();
+                if outstanding > 0 {
+                    t.wake();
+                }
+                match (self.tx_since[port], outstanding) {
+                    (Some(t0), 0) => {
+                        self.tx_lag.note(clock.real_ns().saturating_sub(t0));
+                        self.tx_since[port] = None;
+                    }
+                    (None, n) if n > 0 => self.tx_since[port] = Some(clock.real_ns()),
+                    _ => {}
+                }
+                use nix::errno::Errno;
+                if let Some(Errno::ENETDOWN | Errno::ENXIO | Errno::ENODEV) = t.take_error(port) {
+                    sent.link_news = true;
+                }
+            } else if s.tx_pending() > 0 {
                 let t0 = clock.real_ns();
                 s.flush();
                 watch.kicked(clock.real_ns() - t0);
@@ -295,6 +339,9 @@ impl Ports {
                      (counted as link_down_drops) until it is up again"
                 ),
                 LinkState::Gone => {
+                    if let Some(t) = &self.tx_thread {
+                        t.forget(port);
+                    }
                     let mut stranded = 0;
                     for s in self.socks[port].iter_mut() {
                         stranded += s.abandon(&mut self.umem);
@@ -333,6 +380,12 @@ impl Ports {
             .collect()
     }
 
+    /// With `--tx-thread`, how long the tx rings held frames the kernel had
+    /// not taken.
+    pub(super) fn tx_waits(&self) -> Option<TxWaits> {
+        self.tx_thread.as_ref().map(|_| self.tx_lag)
+    }
+
     /// Each port's interface state as last seen.
     pub(super) fn links(&self) -> &[LinkState] {
         &self.links
@@ -359,6 +412,10 @@ impl Ports {
     /// take (a port that is down keeps its tx ring full): no kick follows,
     /// so it is never sent. Returns those frames.
     pub(super) fn settle(&mut self) -> u32 {
+        // From here the data path kicks (and reclaims) on its own.
+        if let Some(t) = &mut self.tx_thread {
+            t.stop();
+        }
         let t_end = std::time::Instant::now();
         loop {
             for s in self.socks.iter_mut().flatten() {

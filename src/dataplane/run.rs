@@ -201,6 +201,8 @@ pub struct DataPath<'a, C: Core = Switch<AqmKind>> {
     waiter: Waiter,
     /// Passes in a row that moved nothing.
     idle_passes: u32,
+    /// Whether the data path is pinned to a CPU (`--cpu`).
+    pinned: bool,
     xdp: XdpAttachment,
     stats: Option<StatsServer>,
     port_locks: PortLocks,
@@ -225,7 +227,7 @@ impl<'a, C: Core> DataPath<'a, C> {
         if let Err(e) = crate::xsk::set_nice(settings.nice) {
             eprintln!("softswitch: could not raise priority ({e}); expect jitter under load");
         }
-        let (ports, xdp) = Ports::open(settings, &names, &ifaces)?;
+        let (ports, xdp) = Ports::open(settings, &names, &ifaces, cpu)?;
         let published = Published::default();
         let stats = match StatsServer::start(&settings.stats_socket, published.clone()) {
             Ok(s) => Some(s),
@@ -275,6 +277,7 @@ impl<'a, C: Core> DataPath<'a, C> {
             pcap,
             waiter: Waiter::default(),
             idle_passes: 0,
+            pinned: cpu.is_some(),
             xdp,
             stats,
             port_locks,
@@ -355,7 +358,10 @@ impl<'a, C: Core> DataPath<'a, C> {
             .next_event(now.core_ns)
             .is_some_and(|t| self.clock.real_when(now, t) <= now.real_ns + DUE_SOON_NS)
             || self.ports.has_waiting();
-        if !due_soon && self.idle_passes > IDLE_PASSES_BEFORE_YIELD {
+        // With a tx thread pinned away from a pinned data path, no host's
+        // work waits for this CPU: keep it.
+        let keep = self.settings.tx_thread && self.pinned;
+        if !due_soon && !keep && self.idle_passes > IDLE_PASSES_BEFORE_YIELD {
             let t = self.clock.real_ns();
             std::thread::yield_now();
             self.watch.yielded(self.clock.real_ns() - t);
@@ -414,6 +420,7 @@ impl<'a, C: Core> DataPath<'a, C> {
             .sw
             .snapshot(&self.names, now.core_ns, &self.settings.guard)
             .with_passes(&self.watch.intervals, now.real_ns)
+            .with_tx_waits(self.ports.tx_waits())
             .dilated(self.clock.dilation());
         LiveSnapshot {
             counters,
@@ -459,6 +466,7 @@ impl<'a, C: Core> DataPath<'a, C> {
             "max_frames_per_sendto": k.max_frames_per_sendto,
             "max_sendtos_per_flush": k.max_sendtos_per_flush,
         });
+
         if let Some(sum) = capture {
             snap["capture"] = json!(sum);
         }

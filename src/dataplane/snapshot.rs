@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::aqm::AqmKind;
 use crate::fabric::{Fabric, FabricReport};
-use crate::fidelity::{self, LoopStalls, PassIntervals, Thresholds};
+use crate::fidelity::{self, LoopStalls, PassIntervals, Thresholds, TxWaits};
 use crate::ingress::IngressCounters;
 use crate::port::{PortCounters, SojournSummary};
 use crate::shaper::LinkFidelity;
@@ -41,6 +41,8 @@ pub struct Snapshot {
     mac_entries: Option<usize>,
     ports: Vec<PortSnapshot>,
     passes: Option<(serde_json::Value, LoopStalls)>,
+    /// `--tx-thread`: how long frames waited on the tx rings.
+    tx_waits: Option<TxWaits>,
     conservation: Conservation,
     /// A fabric's links whose two ends disagree.
     link_failures: Vec<String>,
@@ -138,6 +140,7 @@ impl Snapshot {
             mac_entries: None,
             ports,
             passes: None,
+            tx_waits: None,
             conservation,
             link_failures: Vec::new(),
             fabric: None,
@@ -213,6 +216,13 @@ impl Snapshot {
         self
     }
 
+    /// Adds how long frames waited on the tx rings for a tx thread's kicks
+    /// (`--tx-thread`; real time), for the report and the guard.
+    pub fn with_tx_waits(mut self, w: Option<TxWaits>) -> Snapshot {
+        self.tx_waits = w;
+        self
+    }
+
     /// Says the switch ran on emulated time, D times slower than real time
     /// (`--dilation`): each port's link fidelity, kept by its shaper in
     /// emulated time, becomes real time at the wire rate, as the guard
@@ -253,6 +263,14 @@ impl Snapshot {
         if let Some((report, _)) = &self.passes {
             v["loop"] = report.clone();
         }
+        if let Some(w) = &self.tx_waits {
+            v["loop"]["tx_thread"] = json!({
+                "busy_periods": w.periods,
+                "max_wait_us": w.max_ns as f64 / 1e3,
+                "late": w.late,
+                "late_ms": w.late_ns as f64 / 1e6,
+            });
+        }
         let named: Vec<(&str, _)> = self
             .names
             .iter()
@@ -270,7 +288,12 @@ impl Snapshot {
             "failures": failures,
         });
         let stalls = self.passes.as_ref().map(|(_, s)| s);
-        v["fidelity"] = json!(fidelity::judge(&named, stalls, &self.guard));
+        v["fidelity"] = json!(fidelity::judge(
+            &named,
+            stalls,
+            self.tx_waits.as_ref(),
+            &self.guard
+        ));
         if !self.dilation.is_none() {
             v["fidelity"]["time"] = json!("real");
         }

@@ -109,6 +109,39 @@ pub struct LoopStalls {
     pub max_within: StallTime,
 }
 
+/// With `--tx-thread`, how long frames the data path published waited on
+/// the tx rings for the kernel to take them (real time). A busy period runs
+/// from the first publish onto an empty ring to the pass that finds it
+/// empty again; it bounds the wait of every frame in it. Frames that wait
+/// reach their host late, as behind a stall of the data path, so the guard
+/// judges the late periods as it judges stalls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TxWaits {
+    /// Busy periods seen.
+    pub periods: u64,
+    /// The longest, ns.
+    pub max_ns: Nanos,
+    /// Busy periods over [`TxWaits::LATE_NS`] ...
+    pub late: u64,
+    /// ... and their time in all, ns.
+    pub late_ns: Nanos,
+}
+
+impl TxWaits {
+    /// A wait this long counts, as a pass interval does for a stall.
+    pub const LATE_NS: Nanos = 100_000;
+
+    /// One busy period of `ns`.
+    pub fn note(&mut self, ns: Nanos) {
+        self.periods += 1;
+        self.max_ns = self.max_ns.max(ns);
+        if ns > Self::LATE_NS {
+            self.late += 1;
+            self.late_ns += ns;
+        }
+    }
+}
+
 /// Where a data-path pass (or a sum of them) spent the time that was not
 /// its own code.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -252,6 +285,7 @@ pub fn stall_cause(stalled_ns: Nanos, w: &StallTime) -> String {
 pub fn judge(
     ports: &[(&str, LinkFidelity)],
     stalls: Option<&LoopStalls>,
+    tx_waits: Option<&TxWaits>,
     th: &Thresholds,
 ) -> Verdict {
     let mut reasons = Vec::new();
@@ -296,6 +330,31 @@ pub fn judge(
             ));
         }
     }
+    if let (Some(w), Some(s)) = (tx_waits, stalls) {
+        if w.max_ns > th.max_stall_ns {
+            reasons.push(format!(
+                "frames waited {} at once on a tx ring for the tx thread's kick (limit {}): \
+                 they reached their host that late",
+                human_time(w.max_ns),
+                th.describe_max_stall(),
+            ));
+        }
+        let share = if s.elapsed_ns == 0 {
+            0.0
+        } else {
+            w.late_ns as f64 / s.elapsed_ns as f64
+        };
+        if share > th.max_stalled {
+            reasons.push(format!(
+                "frames waited on the tx rings for the tx thread's kicks in {} periods over \
+                 100 us, {} of the run (limit {}): the kicks, with the receiving hosts' \
+                 stacks in them, ran late on the hosts' CPUs",
+                w.late,
+                pct(share),
+                pct(th.max_stalled),
+            ));
+        }
+    }
     Verdict {
         faithful: reasons.is_empty(),
         reasons,
@@ -328,6 +387,7 @@ mod tests {
                 within: StallTime::default(),
                 max_within: StallTime::default(),
             }),
+            None,
             &Thresholds::default(),
         );
         assert!(v.faithful, "{v:?}");
@@ -344,7 +404,7 @@ mod tests {
             excess_bytes: 0,
             excess_pkts: 0,
         };
-        assert!(judge(&[("ack", ack)], None, &th).faithful);
+        assert!(judge(&[("ack", ack)], None, None, &th).faithful);
         // 16 incast responder ports, each backlogged 16.8 ms in all, each
         // lost 1.0 ms to one stall: less than one tolerated (5 ms) stall.
         let responder = LinkFidelity {
@@ -353,9 +413,9 @@ mod tests {
             excess_bytes: 0,
             excess_pkts: 0,
         };
-        assert!(judge(&[("h1", responder), ("h2", responder)], None, &th).faithful);
+        assert!(judge(&[("h1", responder), ("h2", responder)], None, None, &th).faithful);
         // 6 ms lost of 100 ms backlogged (6 %) is judged.
-        let v = judge(&[("data", link(100, 6_000, 0))], None, &th);
+        let v = judge(&[("data", link(100, 6_000, 0))], None, None, &th);
         assert!(!v.faithful);
         assert!(
             v.reasons[0].starts_with("port data lost 6.0 %"),
@@ -363,21 +423,21 @@ mod tests {
             v.reasons
         );
         // Exactly one tolerated stall's worth is not judged; 1 µs more is.
-        assert!(judge(&[("d", link(100, 5_000, 0))], None, &th).faithful);
-        assert!(!judge(&[("d", link(100, 5_001, 0))], None, &th).faithful);
+        assert!(judge(&[("d", link(100, 5_000, 0))], None, None, &th).faithful);
+        assert!(!judge(&[("d", link(100, 5_001, 0))], None, None, &th).faithful);
         // A stricter stall limit lowers the floor with it, down to 1 ms.
         let strict = Thresholds {
             max_stall_ns: 2 * MS,
             ..th
         };
-        assert!(!judge(&[("d", link(100, 2_001, 0))], None, &strict).faithful);
+        assert!(!judge(&[("d", link(100, 2_001, 0))], None, None, &strict).faithful);
         let strictest = Thresholds {
             max_stall_ns: 100_000,
             ..th
         };
         assert_eq!(judged_lost_floor(&strictest), MIN_JUDGED_LOST_NS);
-        assert!(judge(&[("d", link(10, 1_000, 0))], None, &strictest).faithful);
-        assert!(!judge(&[("d", link(10, 1_001, 0))], None, &strictest).faithful);
+        assert!(judge(&[("d", link(10, 1_000, 0))], None, None, &strictest).faithful);
+        assert!(!judge(&[("d", link(10, 1_001, 0))], None, None, &strictest).faithful);
     }
 
     /// Under dilation D a real stall of `s` halts the emulated link for
@@ -402,10 +462,10 @@ mod tests {
         );
         // 6.6 ms real: over 5 ms at D = 1, 0.83 ms emulated at D = 8.
         let s = stall(6_600_000);
-        assert!(!judge(&[], Some(&s), &th).faithful);
-        assert!(judge(&[], Some(&s), &dilated).faithful);
+        assert!(!judge(&[], Some(&s), None, &th).faithful);
+        assert!(judge(&[], Some(&s), None, &dilated).faithful);
         // Past the real limit, the reason gives both times.
-        let v = judge(&[], Some(&stall(41 * MS)), &dilated);
+        let v = judge(&[], Some(&stall(41 * MS)), None, &dilated);
         assert!(!v.faithful);
         assert!(
             v.reasons[0].contains("(limit 40.0 ms (--max-stall 5.0 ms emulated × D 8))"),
@@ -441,6 +501,7 @@ mod tests {
                     ..StallTime::default()
                 },
             }),
+            None,
             &th,
         );
         assert!(!v.faithful);
@@ -522,7 +583,61 @@ mod tests {
         );
         assert!(some.starts_with("14.0 ms of it inside tx kicks"), "{some}");
         // Exactly at the limit is still faithful.
-        let v = judge(&[("p0", link(1000, 10_000, 0))], None, &th);
+        let v = judge(&[("p0", link(1000, 10_000, 0))], None, None, &th);
         assert!(v.faithful, "{v:?}");
+    }
+
+    #[test]
+    fn frames_late_on_the_tx_rings_are_judged_as_stalls_are() {
+        let th = Thresholds::default();
+        let stalls = LoopStalls {
+            elapsed_ns: 10_000 * MS,
+            ..LoopStalls::default()
+        };
+        let mut w = TxWaits::default();
+        for ns in [50_000, 100_000, 150_000, 3 * MS] {
+            w.note(ns);
+        }
+        assert_eq!(
+            w,
+            TxWaits {
+                periods: 4,
+                max_ns: 3 * MS,
+                late: 2,
+                late_ns: 3 * MS + 150_000
+            }
+        );
+        assert!(judge(&[], Some(&stalls), Some(&w), &th).faithful);
+        // One wait over --max-stall (5 ms): not faithful, and under
+        // dilation the limit is emulated time, as for a stall.
+        w.note(6 * MS);
+        let v = judge(&[], Some(&stalls), Some(&w), &th);
+        assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
+        assert!(
+            v.reasons[0].contains("6.0 ms at once on a tx ring"),
+            "{}",
+            v.reasons[0]
+        );
+        assert!(
+            judge(
+                &[],
+                Some(&stalls),
+                Some(&w),
+                &th.dilated(crate::timebase::Dilation::new(2.0).unwrap())
+            )
+            .faithful
+        );
+        // Late periods over 2 % of the run: not faithful.
+        let mut many = TxWaits::default();
+        for _ in 0..1001 {
+            many.note(200_000);
+        }
+        let v = judge(&[], Some(&stalls), Some(&many), &th);
+        assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
+        assert!(
+            v.reasons[0].contains("in 1001 periods over 100 us, 2.0 % of the run"),
+            "{}",
+            v.reasons[0]
+        );
     }
 }

@@ -29,7 +29,7 @@ mod socket;
 mod sys;
 mod umem;
 
-pub use socket::{KickCost, XskSocket};
+pub use socket::{KickCost, TxKicker, XskSocket};
 pub use sys::set_nice;
 pub use umem::Umem;
 

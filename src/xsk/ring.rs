@@ -92,6 +92,12 @@ impl<T: Copy> Ring<T> {
         unsafe { self.consumer.as_ref() }
     }
 
+    /// The ring's two indices, for a [`super::socket::TxKicker`] on another
+    /// thread that only reads them. Valid while the ring is mapped.
+    pub(super) fn index_ptrs(&self) -> (NonNull<AtomicU32>, NonNull<AtomicU32>) {
+        (self.producer, self.consumer)
+    }
+
     /// Whether the kernel asks to be woken up (`XDP_RING_NEED_WAKEUP`).
     pub(super) fn needs_wakeup(&self) -> bool {
         // SAFETY: as for `producer`.

@@ -100,6 +100,76 @@ pub struct XskSocket {
     tx_reclaimed: bool,
 }
 
+/// Kicks one socket's tx ring from a thread other than the data path's
+/// (`--tx-thread`): the data path only publishes descriptors
+/// ([`XskSocket::publish`]), and the kernel's copy-mode transmit — on a
+/// veth, the receiving host's whole stack — runs in this thread's
+/// `sendto` instead of stalling the data path. Reads the ring's indices
+/// only; never writes the ring.
+pub struct TxKicker {
+    fd: RawFd,
+    producer: std::ptr::NonNull<std::sync::atomic::AtomicU32>,
+    consumer: std::ptr::NonNull<std::sync::atomic::AtomicU32>,
+    max_kicks: u32,
+    zero_copy: bool,
+}
+
+// SAFETY: the pointers are to the socket's tx ring mapping, read only with
+// atomic loads; the socket (mapping and descriptor) outlives the kicker by
+// the data path's contract (see `XskSocket::tx_kicker`).
+unsafe impl Send for TxKicker {}
+unsafe impl Sync for TxKicker {}
+
+impl TxKicker {
+    /// Descriptors published and not yet taken by the kernel.
+    pub fn outstanding(&self) -> u32 {
+        use std::sync::atomic::Ordering;
+        // SAFETY: see the Send impl.
+        let p = unsafe { self.producer.as_ref() };
+        p.load(Ordering::Acquire).wrapping_sub(self.consumed())
+    }
+
+    /// The kernel's consumer index: descriptors taken so far (free-running).
+    fn consumed(&self) -> u32 {
+        // SAFETY: see the Send impl.
+        unsafe { self.consumer.as_ref() }.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Kicks while the kernel takes descriptors (as [`XskSocket::flush`]
+    /// does), noting each `sendto` in `cost`; returns a hard error
+    /// (`ENETDOWN`, `ENXIO`, ...) if one came.
+    pub fn kick(&self, cost: &mut KickCost) -> Option<Errno> {
+        let mut in_flush = 0u32;
+        for _ in 0..self.max_kicks {
+            if self.outstanding() == 0 {
+                break;
+            }
+            in_flush += 1;
+            // The data path may publish meanwhile: count what the kernel took.
+            let taken = self.consumed();
+            let t0 = std::time::Instant::now();
+            let sent = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT);
+            cost.note(
+                t0.elapsed().as_nanos() as u64,
+                self.consumed().wrapping_sub(taken),
+                in_flush,
+            );
+            if let Err(e) = sent {
+                if !matches!(
+                    e,
+                    Errno::EAGAIN | Errno::EBUSY | Errno::ENOBUFS | Errno::EINTR
+                ) {
+                    return Some(e);
+                }
+            }
+            if self.zero_copy || self.consumed() == taken {
+                break;
+            }
+        }
+        None
+    }
+}
+
 impl std::fmt::Debug for XskSocket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("XskSocket")
@@ -458,6 +528,30 @@ impl XskSocket {
         Ok(())
     }
 
+    /// Publishes queued tx descriptors without kicking: a [`TxKicker`] on
+    /// another thread makes the kernel send them (`--tx-thread`).
+    pub fn publish(&mut self) {
+        if self.tx_queued > 0 && !self.abandoned && !self.tx_reclaimed {
+            self.tx.submit(self.tx_queued);
+            self.tx_queued = 0;
+        }
+    }
+
+    /// A handle that kicks this socket's tx ring from another thread. It
+    /// holds the socket's descriptor and ring indices as raw values: the
+    /// socket must outlive every use of it (the data path joins its tx
+    /// thread before it drops, abandons or reclaims a socket).
+    pub fn tx_kicker(&self) -> TxKicker {
+        let (producer, consumer) = self.tx.index_ptrs();
+        TxKicker {
+            fd: self.fd,
+            producer,
+            consumer,
+            max_kicks: self.tx.size() / 16 + 2,
+            zero_copy: self.mode == BindMode::ZeroCopy,
+        }
+    }
+
     /// Publishes queued tx descriptors and kicks the kernel to send them.
     ///
     /// In copy mode one `sendto` transmits only a small batch (the kernel's
@@ -606,6 +700,11 @@ impl XskSocket {
     /// Frames given to `send` and not yet returned by `complete`.
     pub fn tx_pending(&self) -> u32 {
         self.in_tx
+    }
+
+    /// Tx descriptors published and not yet taken by the kernel.
+    pub fn tx_outstanding(&self) -> u32 {
+        self.tx.prod_outstanding()
     }
 
     /// Frames on the fill ring or unread on the rx ring.
