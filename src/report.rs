@@ -358,9 +358,9 @@ fn loop_section(out: &mut String, l: &Value, real: &str) {
     if let Some(t) = l.get("tx_thread") {
         let g = |k: &str| t[k].as_f64().unwrap_or(0.0);
         out.push_str(&format!(
-            "  tx thread (--tx-thread): frames waited on the tx rings in {} busy periods, \
-             longest {:.1} us; {} over 100 us, {:.1} ms in all\n",
-            u(&t["busy_periods"]),
+            "  tx thread (--tx-thread): {} batches published, longest wait for a kick {:.1} us; \
+             {} waited over 100 us, a frame late for {:.1} ms in all\n",
+            u(&t["batches"]),
             g("max_wait_us"),
             u(&t["late"]),
             g("late_ms"),

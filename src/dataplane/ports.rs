@@ -134,11 +134,11 @@ pub(super) struct Ports {
     /// `--tx-thread`: kicks the tx rings. Declared first so that it stops
     /// (on drop) before any socket closes.
     tx_thread: Option<TxThread>,
-    /// Per port, with a tx thread: since when (real time) its tx ring has
-    /// held frames the kernel has not taken.
-    tx_since: Vec<Option<Nanos>>,
-    /// With a tx thread: how long the tx rings' busy periods lasted.
-    tx_lag: TxWaits,
+    /// Per port, with a tx thread: the batches published and not yet seen
+    /// taken, as (producer index after the batch, real time published).
+    tx_published: Vec<VecDeque<(u32, Nanos)>>,
+    /// With a tx thread: how long the batches waited.
+    tx_waits: TxWaits,
     names: Vec<String>,
     ifindexes: Vec<u32>,
     sys: SysPaths,
@@ -191,8 +191,8 @@ impl Ports {
         };
         let ports = Ports {
             tx_thread,
-            tx_since: vec![None; names.len()],
-            tx_lag: TxWaits::default(),
+            tx_published: (0..names.len()).map(|_| VecDeque::new()).collect(),
+            tx_waits: TxWaits::default(),
             ifindexes: ifaces.iter().map(|i| i.ifindex).collect(),
             sys: SysPaths::default(),
             umem,
@@ -287,20 +287,27 @@ impl Ports {
                 }
             }
             if let Some(t) = &self.tx_thread {
-                // The tx thread kicks; the data path publishes and times how
-                // long the ring stays non-empty.
+                // The tx thread kicks; the data path publishes and times
+                // each batch until the kernel has taken it.
+                let (before, _) = s.tx_indices();
                 s.publish();
-                let outstanding = s.tx_outstanding();
-                if outstanding > 0 {
-                    t.wake();
-                }
-                match (self.tx_since[port], outstanding) {
-                    (Some(t0), 0) => {
-                        self.tx_lag.note(clock.real_ns().saturating_sub(t0));
-                        self.tx_since[port] = None;
+                let (produced, consumed) = s.tx_indices();
+                let waiting = &mut self.tx_published[port];
+                if produced != before || !waiting.is_empty() {
+                    let now = clock.real_ns();
+                    // Taken: the consumer index is at or past the batch's end.
+                    while let Some(&(end, at)) = waiting.front() {
+                        if consumed.wrapping_sub(end) as i32 >= 0 {
+                            self.tx_waits.note(at, now);
+                            waiting.pop_front();
+                        } else {
+                            break;
+                        }
                     }
-                    (None, n) if n > 0 => self.tx_since[port] = Some(clock.real_ns()),
-                    _ => {}
+                    if produced != before {
+                        waiting.push_back((produced, now));
+                        t.wake();
+                    }
                 }
                 use nix::errno::Errno;
                 if let Some(Errno::ENETDOWN | Errno::ENXIO | Errno::ENODEV) = t.take_error(port) {
@@ -383,7 +390,7 @@ impl Ports {
     /// With `--tx-thread`, how long the tx rings held frames the kernel had
     /// not taken.
     pub(super) fn tx_waits(&self) -> Option<TxWaits> {
-        self.tx_thread.as_ref().map(|_| self.tx_lag)
+        self.tx_thread.as_ref().map(|_| self.tx_waits)
     }
 
     /// Each port's interface state as last seen.

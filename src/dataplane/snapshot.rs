@@ -265,7 +265,7 @@ impl Snapshot {
         }
         if let Some(w) = &self.tx_waits {
             v["loop"]["tx_thread"] = json!({
-                "busy_periods": w.periods,
+                "batches": w.batches,
                 "max_wait_us": w.max_ns as f64 / 1e3,
                 "late": w.late,
                 "late_ms": w.late_ns as f64 / 1e6,

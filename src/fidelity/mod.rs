@@ -110,34 +110,45 @@ pub struct LoopStalls {
 }
 
 /// With `--tx-thread`, how long frames the data path published waited on
-/// the tx rings for the kernel to take them (real time). A busy period runs
-/// from the first publish onto an empty ring to the pass that finds it
-/// empty again; it bounds the wait of every frame in it. Frames that wait
-/// reach their host late, as behind a stall of the data path, so the guard
-/// judges the late periods as it judges stalls.
+/// the tx rings for the kernel to take them (real time). Each publish (a
+/// batch of frames) is timed from the pass that published it to the pass
+/// that finds the kernel's consumer index past it. Frames that wait reach
+/// their host late, as behind a stall of the data path, so the guard
+/// judges the waits as it judges stalls: the longest against
+/// `--max-stall`, and the time during which some frame had waited over
+/// [`TxWaits::LATE_NS`] (a union over the batches, not a sum) against
+/// `--max-stalled`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TxWaits {
-    /// Busy periods seen.
-    pub periods: u64,
-    /// The longest, ns.
+    /// Batches published and taken.
+    pub batches: u64,
+    /// The longest wait, ns.
     pub max_ns: Nanos,
-    /// Busy periods over [`TxWaits::LATE_NS`] ...
+    /// Batches that waited over [`TxWaits::LATE_NS`].
     pub late: u64,
-    /// ... and their time in all, ns.
+    /// Time during which a frame on a tx ring had waited over
+    /// [`TxWaits::LATE_NS`], ns.
     pub late_ns: Nanos,
+    /// End of the last late stretch counted (for the union).
+    #[serde(skip)]
+    late_until: Nanos,
 }
 
 impl TxWaits {
     /// A wait this long counts, as a pass interval does for a stall.
     pub const LATE_NS: Nanos = 100_000;
 
-    /// One busy period of `ns`.
-    pub fn note(&mut self, ns: Nanos) {
-        self.periods += 1;
-        self.max_ns = self.max_ns.max(ns);
-        if ns > Self::LATE_NS {
+    /// A batch published at `published` and taken by the kernel by `taken`
+    /// (real ns). Batches come in the order they were published.
+    pub fn note(&mut self, published: Nanos, taken: Nanos) {
+        let wait = taken.saturating_sub(published);
+        self.batches += 1;
+        self.max_ns = self.max_ns.max(wait);
+        if wait > Self::LATE_NS {
             self.late += 1;
-            self.late_ns += ns;
+            let from = (published + Self::LATE_NS).max(self.late_until);
+            self.late_ns += taken.saturating_sub(from);
+            self.late_until = self.late_until.max(taken);
         }
     }
 }
@@ -346,9 +357,9 @@ pub fn judge(
         };
         if share > th.max_stalled {
             reasons.push(format!(
-                "frames waited on the tx rings for the tx thread's kicks in {} periods over \
-                 100 us, {} of the run (limit {}): the kicks, with the receiving hosts' \
-                 stacks in them, ran late on the hosts' CPUs",
+                "frames on the tx rings waited for the tx thread's kicks: {} batches waited \
+                 over 100 us, for {} of the run (limit {}); the kicks, with the receiving \
+                 hosts' stacks in them, ran late on the hosts' CPUs",
                 w.late,
                 pct(share),
                 pct(th.max_stalled),
@@ -595,22 +606,22 @@ mod tests {
             ..LoopStalls::default()
         };
         let mut w = TxWaits::default();
-        for ns in [50_000, 100_000, 150_000, 3 * MS] {
-            w.note(ns);
-        }
+        // Waits of 50 µs, 100 µs (not late), 150 µs, and two batches taken
+        // together after 3 ms and 2.9 ms: late time is the union, 50 µs
+        // + (3 ms − 100 µs), not the sum.
+        w.note(0, 50_000);
+        w.note(1_000_000, 1_100_000);
+        w.note(2_000_000, 2_150_000);
+        w.note(10 * MS, 13 * MS);
+        w.note(10 * MS + 100_000, 13 * MS);
         assert_eq!(
-            w,
-            TxWaits {
-                periods: 4,
-                max_ns: 3 * MS,
-                late: 2,
-                late_ns: 3 * MS + 150_000
-            }
+            (w.batches, w.max_ns, w.late, w.late_ns),
+            (5, 3 * MS, 3, 50_000 + 3 * MS - 100_000)
         );
         assert!(judge(&[], Some(&stalls), Some(&w), &th).faithful);
         // One wait over --max-stall (5 ms): not faithful, and under
         // dilation the limit is emulated time, as for a stall.
-        w.note(6 * MS);
+        w.note(20 * MS, 26 * MS);
         let v = judge(&[], Some(&stalls), Some(&w), &th);
         assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
         assert!(
@@ -618,24 +629,17 @@ mod tests {
             "{}",
             v.reasons[0]
         );
-        assert!(
-            judge(
-                &[],
-                Some(&stalls),
-                Some(&w),
-                &th.dilated(crate::timebase::Dilation::new(2.0).unwrap())
-            )
-            .faithful
-        );
-        // Late periods over 2 % of the run: not faithful.
+        let d2 = th.dilated(crate::timebase::Dilation::new(2.0).unwrap());
+        assert!(judge(&[], Some(&stalls), Some(&w), &d2).faithful);
+        // Frames late for over 2 % of the run: not faithful.
         let mut many = TxWaits::default();
-        for _ in 0..1001 {
-            many.note(200_000);
+        for k in 0..1001 {
+            many.note(k * MS, k * MS + 300_000);
         }
         let v = judge(&[], Some(&stalls), Some(&many), &th);
         assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
         assert!(
-            v.reasons[0].contains("in 1001 periods over 100 us, 2.0 % of the run"),
+            v.reasons[0].contains("1001 batches waited over 100 us, for 2.0 % of the run"),
             "{}",
             v.reasons[0]
         );

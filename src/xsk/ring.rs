@@ -135,6 +135,16 @@ impl<T: Copy> Ring<T> {
         self.producer().store(self.local, Ordering::Release);
     }
 
+    /// Our producer index: entries published so far (free-running).
+    pub(super) fn prod_index(&self) -> u32 {
+        self.local
+    }
+
+    /// The kernel's consumer index: entries it has taken (free-running).
+    pub(super) fn cons_index(&self) -> u32 {
+        self.consumer().load(Ordering::Acquire)
+    }
+
     /// Entries published by us that the kernel has not consumed yet.
     pub(super) fn prod_outstanding(&self) -> u32 {
         self.local

@@ -702,9 +702,10 @@ impl XskSocket {
         self.in_tx
     }
 
-    /// Tx descriptors published and not yet taken by the kernel.
-    pub fn tx_outstanding(&self) -> u32 {
-        self.tx.prod_outstanding()
+    /// Tx descriptors published so far, and taken by the kernel so far
+    /// (free-running ring indices; `--tx-thread` times the difference).
+    pub fn tx_indices(&self) -> (u32, u32) {
+        (self.tx.prod_index(), self.tx.cons_index())
     }
 
     /// Frames on the fill ring or unread on the rx ring.
