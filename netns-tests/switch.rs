@@ -291,21 +291,32 @@ fn tx_thread_kicks_off_the_data_path() {
             softswitch::cpu::parse_cpu_list(&field("Cpus_allowed_list:")).unwrap_or_default();
         (field("Name:"), cpus)
     };
-    let tasks: Vec<(String, Vec<u32>)> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .filter_map(|e| Some(task(e.ok()?.file_name().to_str()?)))
-        .collect();
+    let tx_task = || {
+        let tasks: Vec<(String, Vec<u32>)> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .filter_map(|e| Some(task(e.ok()?.file_name().to_str()?)))
+            .collect();
+        let tx = tasks.iter().find(|(n, _)| n == "softswitch-tx").cloned();
+        tx.unwrap_or_else(|| panic!("no softswitch-tx thread in {tasks:?}"))
+    };
     let (_, main_cpus) = task(&pid.to_string());
-    let (_, tx_cpus) = tasks
-        .iter()
-        .find(|(n, _)| n == "softswitch-tx")
-        .unwrap_or_else(|| panic!("no softswitch-tx thread in {tasks:?}"));
     if softswitch::cpu::allowed_cpus().unwrap().len() >= 2 {
-        assert_eq!(main_cpus.len(), 1, "data path not pinned: {tasks:?}");
+        assert_eq!(main_cpus.len(), 1, "data path not pinned: {main_cpus:?}");
+        // The thread sets its own CPUs as it starts: give it a moment.
+        let mut tx_cpus = tx_task().1;
+        for _ in 0..20 {
+            if !tx_cpus.contains(&main_cpus[0]) {
+                break;
+            }
+            sleep(Duration::from_millis(50));
+            tx_cpus = tx_task().1;
+        }
         assert!(
             !tx_cpus.is_empty() && !tx_cpus.contains(&main_cpus[0]),
             "tx thread on {tx_cpus:?}, data path on {main_cpus:?}"
         );
+    } else {
+        tx_task();
     }
     let out = iperf(&mut t, 0, 1, 3, &[]);
     let bps = iperf_receiver_bps(&out);

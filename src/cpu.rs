@@ -145,19 +145,20 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Lets the calling thread run on every CPU the process may use but `cpu`
-/// (where there is another); a no-op otherwise.
-pub fn avoid_cpu(cpu: u32) -> std::io::Result<()> {
-    let others: Vec<u32> = allowed_cpus()
-        .map_err(std::io::Error::other)?
-        .into_iter()
-        .filter(|&c| c != cpu)
-        .collect();
-    if others.is_empty() {
+/// The CPUs the calling thread may use now, but `cpu`. Read it before
+/// pinning the thread to `cpu`: `allowed_cpus` reads the process's main
+/// thread.
+pub fn allowed_but(cpu: u32) -> Result<Vec<u32>, String> {
+    Ok(allowed_cpus()?.into_iter().filter(|&c| c != cpu).collect())
+}
+
+/// Lets the calling thread run on `cpus` (a no-op when empty).
+pub fn set_current_thread_cpus(cpus: &[u32]) -> std::io::Result<()> {
+    if cpus.is_empty() {
         return Ok(());
     }
     let mut set = nix::sched::CpuSet::new();
-    for c in others {
+    for &c in cpus {
         set.set(c as usize)
             .map_err(|_| std::io::Error::other(format!("CPU {c} is beyond CPU_SETSIZE")))?;
     }

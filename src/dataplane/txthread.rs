@@ -52,16 +52,20 @@ impl TxThread {
             gone: kickers.iter().map(|_| AtomicBool::new(false)).collect(),
             cost: Mutex::new(KickCost::default()),
         });
+        // Read before the data path pins itself (it reads the main thread).
+        let cpus = match avoid {
+            Some(c) => crate::cpu::allowed_but(c).unwrap_or_else(|e| {
+                eprintln!("softswitch: the tx thread may share CPU {c} with the data path: {e}");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
         let s = shared.clone();
         let handle = std::thread::Builder::new()
             .name("softswitch-tx".into())
             .spawn(move || {
-                if let Some(c) = avoid {
-                    if let Err(e) = crate::cpu::avoid_cpu(c) {
-                        eprintln!(
-                            "softswitch: the tx thread may share CPU {c} with the data path: {e}"
-                        );
-                    }
+                if let Err(e) = crate::cpu::set_current_thread_cpus(&cpus) {
+                    eprintln!("softswitch: the tx thread may share the data path's CPU: {e}");
                 }
                 kick_loop(&kickers, &s)
             })
