@@ -286,7 +286,7 @@ impl Ports {
                     Err(_) => break,
                 }
             }
-            if let Some(t) = &self.tx_thread {
+            let error = if let Some(t) = &self.tx_thread {
                 // The tx thread kicks; the data path publishes and times
                 // each batch until the kernel has taken it.
                 let (before, _) = s.tx_indices();
@@ -309,18 +309,18 @@ impl Ports {
                         t.wake();
                     }
                 }
-                use nix::errno::Errno;
-                if let Some(Errno::ENETDOWN | Errno::ENXIO | Errno::ENODEV) = t.take_error(port) {
-                    sent.link_news = true;
-                }
+                t.take_error(port)
             } else if s.tx_pending() > 0 {
                 let t0 = clock.real_ns();
                 s.flush();
                 watch.kicked(clock.real_ns() - t0);
-                use nix::errno::Errno;
-                if let Some(Errno::ENETDOWN | Errno::ENXIO | Errno::ENODEV) = s.take_link_error() {
-                    sent.link_news = true;
-                }
+                s.take_link_error()
+            } else {
+                None
+            };
+            use nix::errno::Errno;
+            if let Some(Errno::ENETDOWN | Errno::ENXIO | Errno::ENODEV) = error {
+                sent.link_news = true;
             }
         }
         sent

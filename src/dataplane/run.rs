@@ -466,7 +466,6 @@ impl<'a, C: Core> DataPath<'a, C> {
             "max_frames_per_sendto": k.max_frames_per_sendto,
             "max_sendtos_per_flush": k.max_sendtos_per_flush,
         });
-
         if let Some(sum) = capture {
             snap["capture"] = json!(sum);
         }

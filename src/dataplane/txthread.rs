@@ -20,8 +20,8 @@ use nix::errno::Errno;
 
 use crate::xsk::{KickCost, TxKicker};
 
-/// Idle rounds (no ring had anything to send) before the thread yields its
-/// CPU each round to whatever else is runnable there (the hosts).
+/// Idle rounds (no ring had anything to send) before the thread sleeps
+/// until the data path wakes it.
 const SPIN_ROUNDS: u32 = 256;
 
 /// What the data path and the tx thread share.

@@ -318,6 +318,13 @@ pub fn judge(
         }
     }
     if let Some(s) = stalls {
+        let of_run = |ns: Nanos| {
+            if s.elapsed_ns == 0 {
+                0.0
+            } else {
+                ns as f64 / s.elapsed_ns as f64
+            }
+        };
         if s.max_ns > th.max_stall_ns {
             reasons.push(format!(
                 "the data path stalled for {} at once (limit {}); {}",
@@ -326,11 +333,7 @@ pub fn judge(
                 stall_cause(s.max_ns, &s.max_within)
             ));
         }
-        let share = if s.elapsed_ns == 0 {
-            0.0
-        } else {
-            s.stalled_ns as f64 / s.elapsed_ns as f64
-        };
+        let share = of_run(s.stalled_ns);
         if share > th.max_stalled {
             reasons.push(format!(
                 "the data path spent {} of the run in {} stalls over 100 us (limit {}); {}",
@@ -340,30 +343,26 @@ pub fn judge(
                 stall_cause(s.stalled_ns, &s.within)
             ));
         }
-    }
-    if let (Some(w), Some(s)) = (tx_waits, stalls) {
-        if w.max_ns > th.max_stall_ns {
-            reasons.push(format!(
-                "frames waited {} at once on a tx ring for the tx thread's kick (limit {}): \
-                 they reached their host that late",
-                human_time(w.max_ns),
-                th.describe_max_stall(),
-            ));
-        }
-        let share = if s.elapsed_ns == 0 {
-            0.0
-        } else {
-            w.late_ns as f64 / s.elapsed_ns as f64
-        };
-        if share > th.max_stalled {
-            reasons.push(format!(
-                "frames on the tx rings waited for the tx thread's kicks: {} batches waited \
-                 over 100 us, for {} of the run (limit {}); the kicks, with the receiving \
-                 hosts' stacks in them, ran late on the hosts' CPUs",
-                w.late,
-                pct(share),
-                pct(th.max_stalled),
-            ));
+        if let Some(w) = tx_waits {
+            if w.max_ns > th.max_stall_ns {
+                reasons.push(format!(
+                    "frames waited {} at once on a tx ring for the tx thread's kick (limit {}): \
+                     they reached their host that late",
+                    human_time(w.max_ns),
+                    th.describe_max_stall(),
+                ));
+            }
+            let share = of_run(w.late_ns);
+            if share > th.max_stalled {
+                reasons.push(format!(
+                    "frames on the tx rings waited for the tx thread's kicks: {} batches waited \
+                     over 100 us, for {} of the run (limit {}); the kicks, with the receiving \
+                     hosts' stacks in them, ran late on the hosts' CPUs",
+                    w.late,
+                    pct(share),
+                    pct(th.max_stalled),
+                ));
+            }
         }
     }
     Verdict {

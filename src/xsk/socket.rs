@@ -111,7 +111,6 @@ pub struct TxKicker {
     producer: std::ptr::NonNull<std::sync::atomic::AtomicU32>,
     consumer: std::ptr::NonNull<std::sync::atomic::AtomicU32>,
     max_kicks: u32,
-    zero_copy: bool,
 }
 
 // SAFETY: the pointers are to the socket's tx ring mapping, read only with
@@ -135,9 +134,9 @@ impl TxKicker {
         unsafe { self.consumer.as_ref() }.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Kicks while the kernel takes descriptors (as [`XskSocket::flush`]
-    /// does), noting each `sendto` in `cost`; returns a hard error
-    /// (`ENETDOWN`, `ENXIO`, ...) if one came.
+    /// Kicks while the kernel takes descriptors, at most `max_kicks` times
+    /// (the loop of [`XskSocket::flush`]), noting each `sendto` in `cost`;
+    /// returns a hard error (`ENETDOWN`, `ENXIO`, ...) if one came.
     pub fn kick(&self, cost: &mut KickCost) -> Option<Errno> {
         let mut in_flush = 0u32;
         for _ in 0..self.max_kicks {
@@ -148,6 +147,7 @@ impl TxKicker {
             // The data path may publish meanwhile: count what the kernel took.
             let taken = self.consumed();
             let t0 = std::time::Instant::now();
+            // A zero-length send is the AF_XDP tx wake-up.
             let sent = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT);
             cost.note(
                 t0.elapsed().as_nanos() as u64,
@@ -155,6 +155,12 @@ impl TxKicker {
                 in_flush,
             );
             if let Err(e) = sent {
+                // EAGAIN is the normal answer when the kernel stopped after
+                // its per-call budget (and also: completion ring full, device
+                // queue busy) — the progress check below decides whether to
+                // kick again. ENETDOWN (interface down), ENXIO (unbound: the
+                // interface is gone), ...: for the caller; give up until the
+                // next kick.
                 if !matches!(
                     e,
                     Errno::EAGAIN | Errno::EBUSY | Errno::ENOBUFS | Errno::EINTR
@@ -162,7 +168,7 @@ impl TxKicker {
                     return Some(e);
                 }
             }
-            if self.zero_copy || self.consumed() == taken {
+            if self.consumed() == taken {
                 break;
             }
         }
@@ -547,8 +553,8 @@ impl XskSocket {
             fd: self.fd,
             producer,
             consumer,
+            // Enough kicks to drain a full ring at 32 per kick, and then some.
             max_kicks: self.tx.size() / 16 + 2,
-            zero_copy: self.mode == BindMode::ZeroCopy,
         }
     }
 
@@ -564,50 +570,15 @@ impl XskSocket {
         if self.abandoned || self.tx_reclaimed {
             return;
         }
-        if self.tx_queued > 0 {
-            self.tx.submit(self.tx_queued);
-            self.tx_queued = 0;
-        }
+        self.publish();
         if self.mode == BindMode::ZeroCopy && !self.tx.needs_wakeup() {
             return;
         }
-        // Bounded: enough kicks to drain a full ring at 32 per kick, and then some.
-        let max_kicks = self.tx.size() / 16 + 2;
-        let mut in_flush = 0u32;
-        for _ in 0..max_kicks {
-            let before = self.tx.prod_outstanding();
-            if before == 0 {
-                break;
-            }
-            self.kicks += 1;
-            in_flush += 1;
-            let t0 = std::time::Instant::now();
-            // A zero-length send is the AF_XDP tx wake-up.
-            let sent = nix::sys::socket::send(self.fd, &[], MsgFlags::MSG_DONTWAIT);
-            self.kick_cost.note(
-                t0.elapsed().as_nanos() as u64,
-                before.saturating_sub(self.tx.prod_outstanding()),
-                in_flush,
-            );
-            if let Err(e) = sent {
-                // EAGAIN is the normal answer when the kernel stopped after
-                // its per-call budget (and also: completion ring full, device
-                // queue busy) — the progress check below decides whether to
-                // kick again. ENETDOWN (interface down), ENXIO (unbound: the
-                // interface is gone), ...: noted for the caller, give up
-                // until next flush.
-                if !matches!(
-                    e,
-                    Errno::EAGAIN | Errno::EBUSY | Errno::ENOBUFS | Errno::EINTR
-                ) {
-                    self.link_error = Some(e);
-                    break;
-                }
-            }
-            if self.tx.prod_outstanding() >= before {
-                break;
-            }
+        let before = self.kick_cost.sendtos;
+        if let Some(e) = self.tx_kicker().kick(&mut self.kick_cost) {
+            self.link_error = Some(e);
         }
+        self.kicks += self.kick_cost.sendtos - before;
     }
 
     /// The hard error the last tx kick got, if any, cleared by reading it:
