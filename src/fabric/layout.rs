@@ -1,7 +1,10 @@
 //! Port numbers of the fabric's switches: on each switch its host ports
 //! first (in the order its `hosts` list them), then one port per link (in
 //! the order the links are given). Names: `leaf1:h3` (towards a host),
-//! `leaf1:spine2` (towards a switch — the link direction leaf1 → spine2).
+//! `leaf1:spine2` (towards a switch — the link direction leaf1 → spine2);
+//! the second and later of parallel links between the same two switches
+//! are `leaf1:spine2#2`, `leaf1:spine2#3`, … in the order the links are
+//! given (switch names never hold a `#`).
 //!
 //! A process may run only some of the switches (`--switches`, [`Layout::part`]):
 //! the numbers stay those of the whole fabric (so every process computes the
@@ -37,6 +40,9 @@ pub struct Layout {
     pub host_port: Vec<(usize, u16)>,
     /// `local[s]`: this process runs switch `s`.
     pub local: Vec<bool>,
+    /// `ordinal[l]`: link `l` is the k-th (from 1) of the links between
+    /// its two switches, in the order the links are given.
+    pub ordinal: Vec<u32>,
 }
 
 impl Layout {
@@ -53,7 +59,14 @@ impl Layout {
                 host_port[h] = (s, p as u16);
             }
         }
+        let mut ordinal = Vec::with_capacity(d.links.len());
         for (i, l) in d.links.iter().enumerate() {
+            let pair = (l.a.min(l.b), l.a.max(l.b));
+            let before = d.links[..i]
+                .iter()
+                .filter(|m| (m.a.min(m.b), m.a.max(m.b)) == pair)
+                .count();
+            ordinal.push(before as u32 + 1);
             let (pa, pb) = (ports[l.a].len() as u16, ports[l.b].len() as u16);
             ports[l.a].push(PortRole::Link {
                 link: i,
@@ -71,6 +84,7 @@ impl Layout {
             ports,
             host_port,
             local,
+            ordinal,
         }
     }
 
@@ -128,12 +142,16 @@ impl Layout {
         v
     }
 
-    /// The name of port `p` of switch `s`: `<switch>:<host or peer switch>`.
+    /// The name of port `p` of switch `s`: `<switch>:<host or peer switch>`,
+    /// with `#k` for the k-th of parallel links (k ≥ 2).
     pub fn port_name(&self, d: &FabricDesc, s: usize, p: u16) -> String {
         let me = &d.switches[s].name;
         match self.ports[s][p as usize] {
             PortRole::Host(h) => format!("{me}:{}", d.hosts[h].name),
-            PortRole::Link { peer, .. } => format!("{me}:{}", d.switches[peer].name),
+            PortRole::Link { peer, link, .. } => match self.ordinal[link] {
+                1 => format!("{me}:{}", d.switches[peer].name),
+                k => format!("{me}:{}#{k}", d.switches[peer].name),
+            },
         }
     }
 

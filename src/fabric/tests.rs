@@ -255,10 +255,9 @@ fn bad_topologies_get_errors_that_name_the_line_and_what_to_do() {
     );
     let e = err("[[switch]]\nname = \"a\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"b\"\nhosts = [\"h2\"]\n[[switch]]\nname = \"c\"\n[[link]]\na = \"a\"\nb = \"c\"\n");
     assert!(e.contains("not connected: no path from `a` to `b`"), "{e}");
-    let e = err("[[switch]]\nname = \"a\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\n[[link]]\na = \"b\"\nb = \"a\"\n");
+    let e = err("[leaf_spine]\nleaves = 2\nspines = 1\nhosts_per_leaf = 1\nlinks_per_pair = 0\n");
     assert!(
-        e.contains("line 10")
-            && e.contains("second link between `b` and `a` (the first is on line 7)"),
+        e.contains("line 5") && e.contains("links_per_pair must be at least 1"),
         "{e}"
     );
     let e = err("[[switch]]\nname = \"a\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\nrate = \"fast\"\n");
@@ -438,6 +437,82 @@ fn flows_spread_over_four_spines_and_are_counted_per_next_hop() {
         assert_eq!(g.bytes[i], fl * (64 + 1000));
     }
     assert!(chi_square(&g.flows) < 16.266, "{:?}", g.flows);
+    assert_eq!(st.live, 0);
+}
+
+#[test]
+fn parallel_links_are_ports_of_their_own_named_in_order_and_share_the_flows() {
+    // The shorthand: two links between every leaf and the one spine. With
+    // 2:1 oversubscription, 4 hosts × 10 Gbit/s : (1 spine × 2 links × r).
+    let d = desc(
+        "[leaf_spine]\nleaves = 2\nspines = 1\nhosts_per_leaf = 4\nlinks_per_pair = 2\n\
+         host_rate = \"10gbit\"\noversubscription = 2.0\n",
+    );
+    assert_eq!(d.links.len(), 4);
+    assert_eq!(d.links[0].ab.rate, Rate::gbit(10));
+    // Explicit tables: the second link between a and b is its own port at
+    // both ends, named `#2`, with its own settings.
+    let text = "[defaults]\nrate = \"0\"\n\
+        [[switch]]\nname = \"a\"\nhosts = [\"h1\"]\n\
+        [[switch]]\nname = \"b\"\nhosts = [\"h2\"]\n\
+        [[link]]\na = \"a\"\nb = \"b\"\n\
+        [[link]]\na = \"b\"\nb = \"a\"\nab = { buffer = \"1mb\" }\n";
+    let f = droptail(desc(text));
+    let names = |at: usize| -> Vec<String> {
+        (0..f.layout().ports[at].len() as u16)
+            .map(|p| f.port_name(at, p))
+            .collect()
+    };
+    assert_eq!(names(0), ["a:h1", "a:b", "a:b#2"]);
+    assert_eq!(names(1), ["b:h2", "b:a", "b:a#2"]);
+    let second = f.layout().port_desc(f.desc(), 1, 2);
+    assert_eq!(second.buffer_bytes, Some(1 << 20), "b → a over link 2");
+    assert_eq!(f.layout().port_desc(f.desc(), 0, 2).buffer_bytes, None);
+    assert_eq!(group_names(&f, "a", "b"), ["a:b", "a:b#2"]);
+    assert_eq!(group_names(&f, "b", "a"), ["b:a", "b:a#2"]);
+
+    // 400 flows each way spread over both links, and every frame arrives.
+    let mut f = droptail(desc(
+        "[defaults]\nrate = \"0\"\n[leaf_spine]\nleaves = 2\nspines = 1\nhosts_per_leaf = 1\nlinks_per_pair = 2\n",
+    ));
+    assert_eq!(
+        group_names(&f, "leaf1", "leaf2"),
+        ["leaf1:spine1", "leaf1:spine1#2"]
+    );
+    assert_eq!(
+        group_names(&f, "spine1", "leaf2"),
+        ["spine1:leaf2", "spine1:leaf2#2"]
+    );
+    let mut st = VecStore::new();
+    let (i1, h1) = host(&f, "h1");
+    let (i2, h2) = host(&f, "h2");
+    for sport in 0..400u16 {
+        let ports = (10_000 + sport, 5001);
+        send(&mut f, &mut st, i1, tcp(&h1, &h2, ports, flags::SYN, 64), 0);
+        send(
+            &mut f,
+            &mut st,
+            i2,
+            tcp(&h2, &h1, (ports.1, ports.0), flags::SYN | flags::ACK, 64),
+            0,
+        );
+    }
+    assert_eq!(collect(&mut f, &mut st, 0).len(), 800);
+    for (at, to) in [
+        ("leaf1", "leaf2"),
+        ("spine1", "leaf2"),
+        ("leaf2", "leaf1"),
+        ("spine1", "leaf1"),
+    ] {
+        let g = f.switch(at).unwrap().forwarder().group_to(to).unwrap();
+        assert_eq!(g.packets.iter().sum::<u64>(), 400, "{at} → {to}");
+        // χ² at p = 0.001, 1 degree of freedom.
+        assert!(
+            chi_square(&g.packets) < 10.828,
+            "{at} → {to}: {:?}",
+            g.packets
+        );
+    }
     assert_eq!(st.live, 0);
 }
 

@@ -37,7 +37,13 @@
 //! host_rate = "10gbit"
 //! fabric_rate = "10gbit"    # or oversubscription = 2.0 (host capacity : uplink capacity of a leaf)
 //! delay = "10us"
+//! links_per_pair = 1        # parallel links between every leaf and spine
 //! ```
+//!
+//! Two switches may be joined by several links (parallel links, each its
+//! own port at either end): the first keeps the name `leaf1:spine1`, the
+//! others are `leaf1:spine1#2`, `leaf1:spine1#3`, … in the order given, and
+//! ECMP spreads flows over all of them as over any equal-cost next hops.
 //!
 //! Host `h<i>` has the MAC and address `softswitch topo up` gives it
 //! (`02:00:00:00:<i/256>:<i%256>`, the subnet's `i`-th address), so a fabric
@@ -214,6 +220,7 @@ struct RawLeafSpine {
     fabric_rate: Option<Spanned<String>>,
     oversubscription: Option<Spanned<f64>>,
     delay: Option<Spanned<String>>,
+    links_per_pair: Option<Spanned<usize>>,
 }
 
 #[derive(Deserialize)]
@@ -406,7 +413,6 @@ impl Reader<'_> {
             v.sort();
             v.join(", ")
         };
-        let mut seen: HashMap<(usize, usize), usize> = HashMap::new();
         let mut links = Vec::with_capacity(file.links.len());
         for l in &file.links {
             let end = |s: &Spanned<String>, key: &str| {
@@ -428,18 +434,6 @@ impl Reader<'_> {
                     format!(
                         "link from `{}` to itself: a and b must differ",
                         l.a.get_ref()
-                    ),
-                ));
-            }
-            let line = self.line(l.a.span());
-            if let Some(first) = seen.insert((a.min(b), a.max(b)), line) {
-                return Err(self.at(
-                    &l.a,
-                    format!(
-                        "a second link between `{}` and `{}` (the first is on line {first}): \
-                         parallel links are not supported; raise the one link's rate instead",
-                        l.a.get_ref(),
-                        l.b.get_ref()
                     ),
                 ));
             }
@@ -508,6 +502,13 @@ impl Reader<'_> {
             *ls.spines.get_ref(),
             *ls.hosts_per_leaf.get_ref(),
         );
+        let parallel = match &ls.links_per_pair {
+            Some(n) if *n.get_ref() == 0 => {
+                return Err(self.at(n, "leaf_spine.links_per_pair must be at least 1"))
+            }
+            Some(n) => *n.get_ref(),
+            None => 1,
+        };
         let host_rate = ls.host_rate.clone().or(defaults.rate.clone());
         let fabric_rate = match (&ls.fabric_rate, &ls.oversubscription) {
             (Some(_), Some(o)) => {
@@ -536,9 +537,10 @@ impl Reader<'_> {
                 if host_bps.bps() == 0 {
                     return Err(self.at(o, "oversubscription needs a shaped host_rate"));
                 }
-                // ratio = hosts × host rate : spines × uplink rate (per leaf).
-                let bps =
-                    (per_leaf as f64 * host_bps.bps() as f64 / (spines as f64 * ratio)).round();
+                // ratio = hosts × host rate : uplinks × uplink rate (per
+                // leaf), with spines × links_per_pair uplinks.
+                let uplinks = (spines * parallel) as f64;
+                let bps = (per_leaf as f64 * host_bps.bps() as f64 / (uplinks * ratio)).round();
                 Some(Spanned::new(o.span(), format!("{}bit", bps as u64)))
             }
             (None, None) => host_rate.clone(),
@@ -568,21 +570,23 @@ impl Reader<'_> {
                 host_link: None,
             });
         }
-        let mut links = Vec::with_capacity(leaves * spines);
+        let mut links = Vec::with_capacity(leaves * spines * parallel);
         for i in 1..=leaves {
             for j in 1..=spines {
-                let p = with_rate(&fabric_rate);
-                links.push(RawLink {
-                    a: spanned(format!("leaf{i}")),
-                    b: spanned(format!("spine{j}")),
-                    rate: p.rate,
-                    delay: p.delay,
-                    buffer: None,
-                    aqm: None,
-                    aqm_opts: None,
-                    ab: None,
-                    ba: None,
-                });
+                for _ in 0..parallel {
+                    let p = with_rate(&fabric_rate);
+                    links.push(RawLink {
+                        a: spanned(format!("leaf{i}")),
+                        b: spanned(format!("spine{j}")),
+                        rate: p.rate,
+                        delay: p.delay,
+                        buffer: None,
+                        aqm: None,
+                        aqm_opts: None,
+                        ab: None,
+                        ba: None,
+                    });
+                }
             }
         }
         Ok((switches, links))

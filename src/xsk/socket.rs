@@ -36,7 +36,9 @@ pub struct KickCost {
     pub frames_in_max_sendto: u32,
     /// The most frames one kick took.
     pub max_frames_per_sendto: u32,
-    /// The most kicks one [`XskSocket::flush`] made.
+    /// The most kicks one kick loop made: one [`XskSocket::flush`] inline,
+    /// or one [`TxKicker::kick`] of the tx thread (`--tx-thread`), which
+    /// runs the same loop.
     pub max_sendtos_per_flush: u32,
 }
 
