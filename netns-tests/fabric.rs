@@ -10,6 +10,8 @@
 //! * with 100 Mbit/s spine links under 1 Gbit/s host links, leaf1's
 //!   uplinks queue, DCTCP marks there (CE reaches the senders), the host
 //!   ports do not mark, and the report names the marking link;
+//! * two leaves joined to one spine by two parallel links each carry 16
+//!   connections over both links, more than one link could;
 //! * capture (`--pcap`) writes every hop's rx and tx files under the
 //!   port's fabric name, each holding what that port's counters say it
 //!   received and sent, and a link's two ends agree.
@@ -156,6 +158,56 @@ fn every_host_pair_pings_and_flows_spread_over_both_spines() {
         let r = &switch(&j, l)["routes"];
         assert!(r["arp_answered"].as_u64().unwrap() >= 2, "{l}: {r}");
     }
+}
+
+#[test]
+fn parallel_links_share_the_flows_and_carry_more_than_one_link() {
+    let name = "parallel_links_share_the_flows_and_carry_more_than_one_link";
+    if skip_unless_root(name) || skip_unless_tools(name, &["iperf3"]) {
+        return;
+    }
+    let _serial = switch_serial();
+    let mut t = TestTopo::new(4);
+    // Two leaves, one spine, two 100 Mbit/s links between each leaf and
+    // the spine, 500 Mbit/s host links: one link holds 94 Mbit/s of TCP
+    // payload, both 188.
+    let topo = TopoFile::new(
+        &t.prefix,
+        "seed = 1\n[leaf_spine]\nleaves = 2\nspines = 1\nhosts_per_leaf = 2\n\
+         links_per_pair = 2\nhost_rate = \"500mbit\"\nfabric_rate = \"100mbit\"\n\
+         delay = \"5us\"\n",
+    );
+    let sw = start(&t, &topo, &["--aqm", "dctcp"], Duration::from_secs(90));
+    ping(&t.hosts[0], t.hosts[2].ip);
+    let c = t.iperf_start(0, 2, 5201, 4, &["-P", "16", "-J"]);
+    let out = t.wait(c, Duration::from_secs(30));
+    let bps = iperf_receiver_bps(&out);
+    let j = assert_sound(&sw.stop());
+    let (names, flows, packets) = leaf1_to_leaf2(&j);
+    eprintln!(
+        "leaf1 → leaf2 next hops {names:?}: flows {flows:?}, packets {packets:?}; \
+         h1 → h3 {:.0} Mbit/s",
+        bps / 1e6
+    );
+    assert_eq!(names, ["leaf1:spine1", "leaf1:spine1#2"]);
+    let ports: Vec<&str> = j["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or(""))
+        .collect();
+    for n in ["spine1:leaf2", "spine1:leaf2#2", "leaf2:spine1#2"] {
+        assert!(ports.contains(&n), "no port {n} in {ports:?}");
+    }
+    assert!(
+        flows.iter().all(|&f| f > 0) && packets.iter().all(|&p| p > 0),
+        "ECMP used one of the parallel links only: flows {flows:?}, packets {packets:?}"
+    );
+    assert!(
+        bps > 110e6,
+        "{:.0} Mbit/s: no more than one 100 Mbit/s link carries",
+        bps / 1e6
+    );
 }
 
 #[derive(Debug)]
