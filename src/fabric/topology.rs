@@ -488,11 +488,13 @@ impl Reader<'_> {
         ls: &RawLeafSpine,
         defaults: &RawPort,
     ) -> Result<(Vec<RawSwitch>, Vec<RawLink>), TopologyError> {
-        for (v, key) in [
+        let counts = [
             (&ls.leaves, "leaves"),
             (&ls.spines, "spines"),
             (&ls.hosts_per_leaf, "hosts_per_leaf"),
-        ] {
+        ];
+        let optional = ls.links_per_pair.as_ref().map(|n| (n, "links_per_pair"));
+        for (v, key) in counts.into_iter().chain(optional) {
             if *v.get_ref() == 0 {
                 return Err(self.at(v, format!("leaf_spine.{key} must be at least 1")));
             }
@@ -502,13 +504,7 @@ impl Reader<'_> {
             *ls.spines.get_ref(),
             *ls.hosts_per_leaf.get_ref(),
         );
-        let parallel = match &ls.links_per_pair {
-            Some(n) if *n.get_ref() == 0 => {
-                return Err(self.at(n, "leaf_spine.links_per_pair must be at least 1"))
-            }
-            Some(n) => *n.get_ref(),
-            None => 1,
-        };
+        let parallel = ls.links_per_pair.as_ref().map_or(1, |n| *n.get_ref());
         let host_rate = ls.host_rate.clone().or(defaults.rate.clone());
         let fabric_rate = match (&ls.fabric_rate, &ls.oversubscription) {
             (Some(_), Some(o)) => {
