@@ -28,17 +28,24 @@ struct Combo {
     rtos: u64,
     raqm: serde_json::Value,
     samples: Vec<(u64, u64)>,
+    /// The fidelity guard's verdict on the run.
+    faithful: bool,
 }
 
 impl std::fmt::Debug for Combo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} queries, {} drops at the receiver's port, {} RTOs, {} samples",
+            "{} queries, {} drops at the receiver's port, {} RTOs, {} samples, {}",
             self.queries,
             self.drops,
             self.rtos,
-            self.samples.len()
+            self.samples.len(),
+            if self.faithful {
+                "faithful"
+            } else {
+                "NOT FAITHFUL"
+            }
         )
     }
 }
@@ -62,6 +69,7 @@ impl Combo {
             rtos: hosts["total"]["timeouts"].as_u64().unwrap(),
             raqm: rx["raqm"].clone(),
             samples: samples(dir, idx),
+            faithful: read_json(&dir.join("result.json"))["fidelity"]["faithful"] == true,
         }
     }
 }
@@ -150,29 +158,19 @@ fn r_aqm_holds_acks_and_avoids_the_drops_and_rtos_of_dctcp_alone() {
     )
     .unwrap();
     sc.validate().unwrap();
-    let prefix = unique_prefix();
-    let out = std::env::temp_dir().join(format!("softswitch-raqm-{prefix}"));
-    let _ = std::fs::remove_dir_all(&out);
-    let opts = RunOptions {
-        out: out.clone(),
-        quick: false,
-        switch_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch")),
-        tg_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch-tg")),
-        scenario_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        progress: false,
-        stop: Arc::new(AtomicBool::new(false)),
-        fault: None,
-        prefix: Some(prefix.clone()),
-        scaling: None,
-        first_repeat: 0,
-    };
-    let result = exp::run(&sc, "raqm-test", &opts);
-    let left = leftovers(&prefix, &out);
-    let report = result.expect("run succeeds");
-    let _ = report;
-    assert_eq!(left, Vec::<String>::new(), "nothing left behind");
-    let dctcp = Combo::read(&out.join("dctcp-fanin32-r0"));
-    let raqm = Combo::read(&out.join("r-aqm-fanin32-r0"));
+    // Once more when the comparison below fails on a run the fidelity
+    // guard called NOT FAITHFUL: a switch that stalls (the VM's host took
+    // its CPU) bunches the incast's segments into drops of its own.
+    let (mut dctcp, mut raqm, mut out) = run_both(&sc);
+    let held = dctcp.faithful && raqm.faithful;
+    if !held && !fewer(&raqm, &dctcp) {
+        eprintln!(
+            "R-AQM vs DCTCP alone failed on a run the guard did not hold, once more:\n\
+             DCTCP alone: {dctcp:?}\nR-AQM: {raqm:?}"
+        );
+        std::fs::remove_dir_all(&out).unwrap();
+        (dctcp, raqm, out) = run_both(&sc);
+    }
     eprintln!(
         "DCTCP alone: {dctcp:?}\nR-AQM: {raqm:?}\nR-AQM counters: {}",
         raqm.raqm
@@ -182,13 +180,7 @@ fn r_aqm_holds_acks_and_avoids_the_drops_and_rtos_of_dctcp_alone() {
     }
     // DCTCP alone: two segments per sender do not fit, so it drops and
     // times out. R-AQM: at most a twentieth of its RTOs and a fifth of its
-    // drops. Measured on 2026-11-27 over six runs: DCTCP alone 611–665
-    // drops and 126–145 RTOs, R-AQM 0, 11, 31, 53, 63 drops and no RTO — a
-    // tenth, the first drop bound, failed once at 63 against 611. Later
-    // that day, eleven runs alone (five beside a CPU hog): DCTCP alone
-    // 563–739 drops and 116–152 RTOs, R-AQM 0–96 drops and no RTO; one
-    // full-suite run before had R-AQM at 2 RTOs against 129 (34 drops
-    // against 705), so the RTO bound is relative, as the drop bound is.
+    // drops ([`fewer`]).
     assert!(
         dctcp.drops > 0 && dctcp.rtos > 0,
         "DCTCP alone should overflow the buffer: {dctcp:?}"
@@ -205,6 +197,55 @@ fn r_aqm_holds_acks_and_avoids_the_drops_and_rtos_of_dctcp_alone() {
         raqm.drops,
         dctcp.drops
     );
+    check_viq(&raqm);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// R-AQM's drops and RTOs against DCTCP alone's: at most a fifth and a
+/// twentieth. Measured on 2026-11-27 over six runs: DCTCP alone 611–665
+/// drops and 126–145 RTOs, R-AQM 0, 11, 31, 53, 63 drops and no RTO — a
+/// tenth, the first drop bound, failed once at 63 against 611. Later that
+/// day, eleven runs alone (five beside a CPU hog): DCTCP alone 563–739
+/// drops and 116–152 RTOs, R-AQM 0–96 drops and no RTO; one full-suite run
+/// before had R-AQM at 2 RTOs against 129 (34 drops against 705), so the
+/// RTO bound is relative, as the drop bound is.
+fn fewer(raqm: &Combo, dctcp: &Combo) -> bool {
+    dctcp.drops > 0
+        && dctcp.rtos > 0
+        && raqm.rtos * 20 <= dctcp.rtos
+        && raqm.drops * 5 <= dctcp.drops
+}
+
+/// Runs the scenario (DCTCP alone, then R-AQM) into a directory of its
+/// own; checks that nothing is left behind.
+fn run_both(sc: &Scenario) -> (Combo, Combo, PathBuf) {
+    let prefix = unique_prefix();
+    let out = std::env::temp_dir().join(format!("softswitch-raqm-{prefix}"));
+    let _ = std::fs::remove_dir_all(&out);
+    let opts = RunOptions {
+        out: out.clone(),
+        quick: false,
+        switch_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch")),
+        tg_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch-tg")),
+        scenario_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        progress: false,
+        stop: Arc::new(AtomicBool::new(false)),
+        fault: None,
+        prefix: Some(prefix.clone()),
+        scaling: None,
+        first_repeat: 0,
+    };
+    let result = exp::run(sc, "raqm-test", &opts);
+    let left = leftovers(&prefix, &out);
+    result.expect("run succeeds");
+    assert_eq!(left, Vec::<String>::new(), "nothing left behind");
+    let dctcp = Combo::read(&out.join("dctcp-fanin32-r0"));
+    let raqm = Combo::read(&out.join("r-aqm-fanin32-r0"));
+    (dctcp, raqm, out)
+}
+
+/// R-AQM's own counters and its VIQ against the receiver's queue.
+fn check_viq(raqm: &Combo) {
     let r = &raqm.raqm;
     let n = |k: &str| r[k].as_u64().unwrap();
     assert!(n("acks_held") > 0 && n("acks_released") > 0, "{r}");
@@ -243,5 +284,4 @@ fn r_aqm_holds_acks_and_avoids_the_drops_and_rtos_of_dctcp_alone() {
         "queue present in {:.2} of the samples with ACKs held",
         frac(&holding, |(q, _)| *q > 0)
     );
-    std::fs::remove_dir_all(&out).unwrap();
 }
