@@ -234,6 +234,7 @@ fn run_both(sc: &Scenario) -> (Combo, Combo, PathBuf) {
         prefix: Some(prefix.clone()),
         scaling: None,
         first_repeat: 0,
+        retry_unfaithful: 0,
     };
     let result = exp::run(sc, "raqm-test", &opts);
     let left = leftovers(&prefix, &out);

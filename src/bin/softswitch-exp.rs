@@ -57,6 +57,15 @@ enum Cmd {
         /// earlier one's.
         #[arg(long, value_name = "K", default_value_t = 0)]
         first_repeat: u32,
+        /// Run a combination the fidelity guard calls NOT FAITHFUL again,
+        /// up to N more times, with the same seed, keeping each unfaithful
+        /// attempt beside it (`<dir>.unfaithful1`, …, listed in
+        /// manifest.json's `retried`): on a machine whose load comes and
+        /// goes (a VM's host taking its CPUs for minutes) a later attempt
+        /// may be held. What is asked of the statistics does not change:
+        /// only faithful repeats count, and a point short of them says so.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        retry_unfaithful: u32,
         /// Time dilation D, overriding the scenario's `dilation`: every
         /// rate and time in the scenario stays emulated while the switch,
         /// the hosts' timers and the traffic run D times slower (the wire
@@ -81,8 +90,8 @@ enum Cmd {
         out: Option<PathBuf>,
     },
     /// Find how this machine runs the scenario faithfully (root): by
-    /// default the smallest time dilation D (1, 2, 4, 8, … up to
-    /// --max-dilation) at which the fidelity guard passes every repeat of
+    /// default the smallest time dilation D (1, 2, 4, 8, …, or from
+    /// --min-dilation, up to --max-dilation) at which the fidelity guard passes every repeat of
     /// the scenario's heaviest point; with `--by rate` the highest link
     /// rate instead (1, ¾, ½, ⅓, ¼ of the scenario's; static flows must also
     /// hold ≥ 93 % of the link).
@@ -112,6 +121,11 @@ enum Cmd {
         /// Largest D tried with `--by dilation`.
         #[arg(long, value_name = "D", default_value_t = exp::scale::DEFAULT_MAX_DILATION)]
         max_dilation: u32,
+        /// Smallest D tried with `--by dilation` (then 2·D, 4·D, … up to
+        /// --max-dilation): skips the trials a fast scenario cannot pass,
+        /// e.g. `--min-dilation 40 --max-dilation 320` for 10 Gbit/s.
+        #[arg(long, value_name = "D", default_value_t = 1)]
+        min_dilation: u32,
     },
     /// Validate a scenario and list its combinations (no root).
     Check {
@@ -165,6 +179,7 @@ fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool
         prefix: None,
         scaling: None,
         first_repeat: 0,
+        retry_unfaithful: 0,
     }
 }
 
@@ -285,6 +300,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             gso_segs,
             repeat,
             first_repeat,
+            retry_unfaithful,
             dilation,
         } => {
             let mut sc = load(&scenario)?;
@@ -315,6 +331,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
                 out.unwrap_or_else(|| PathBuf::from(format!("results/{name}-{}", utc_stamp())));
             let mut opts = options(&scenario, out, quick, !no_progress);
             opts.first_repeat = first_repeat;
+            opts.retry_unfaithful = retry_unfaithful;
             if let Some(r) = rate {
                 let (s, how) = scale(&sc, &r, "--rate on the command line")?;
                 sc = s;
@@ -334,6 +351,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             no_progress,
             by,
             max_dilation,
+            min_dilation,
         } => match by {
             CalibrateBy::Rate => calibrate(CalibrateFlags {
                 scenario: &scenario,
@@ -348,7 +366,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
                     run,
                     no_progress,
                 },
-                max_dilation,
+                (min_dilation, max_dilation),
             ),
         },
     }
@@ -455,12 +473,12 @@ fn calibrate_with<C: serde::Serialize>(
 
 /// `softswitch-exp calibrate` (`--by dilation`), and with `--run` the run
 /// at the D found.
-fn calibrate_dilation(flags: CalibrateFlags, max: u32) -> Result<ExitCode, ExitCode> {
+fn calibrate_dilation(flags: CalibrateFlags, range: (u32, u32)) -> Result<ExitCode, ExitCode> {
     let scenario = flags.scenario;
     calibrate_with(
         flags,
-        exp::scale::dilation_candidates(max).map(drop),
-        |sc, name, opts| exp::scale::calibrate_dilation(sc, name, opts, max),
+        exp::scale::dilation_candidates(range.0, range.1).map(drop),
+        |sc, name, opts| exp::scale::calibrate_dilation(sc, name, opts, range),
         |cal, name, json| {
             for t in &cal.trials {
                 println!(
@@ -477,7 +495,8 @@ fn calibrate_dilation(flags: CalibrateFlags, max: u32) -> Result<ExitCode, ExitC
             }
             let Some(d) = cal.dilation else {
                 println!(
-                    "calibration: {name} was not faithful at any D up to {max}; see {} (try a larger --max-dilation, and keep other load off the machine)",
+                    "calibration: {name} was not faithful at any D up to {}; see {} (try a larger --max-dilation, and keep other load off the machine)",
+                    range.1,
                     json.display()
                 );
                 return false;
@@ -572,6 +591,19 @@ mod tests {
             panic!()
         };
         assert_eq!((by, max_dilation), (CalibrateBy::Rate, 8));
+        let Cmd::Calibrate {
+            min_dilation,
+            max_dilation,
+            ..
+        } = parse("softswitch-exp calibrate s.toml --min-dilation 40 --max-dilation 320")
+        else {
+            panic!()
+        };
+        assert_eq!((min_dilation, max_dilation), (40, 320));
+        let Cmd::Calibrate { min_dilation, .. } = parse("softswitch-exp calibrate s.toml") else {
+            panic!()
+        };
+        assert_eq!(min_dilation, 1);
         assert!(
             Cli::try_parse_from("softswitch-exp calibrate s.toml --by speed".split(' ')).is_err()
         );

@@ -82,6 +82,10 @@ pub struct RunOptions {
     /// Number the repeats from here (`--first-repeat`): a later run whose
     /// results merge with an earlier one's (new seeds, new directories).
     pub first_repeat: u32,
+    /// Run a combination the guard called NOT FAITHFUL again, up to this
+    /// many more times (`--retry-unfaithful`), keeping each unfaithful
+    /// attempt as `<dir>.unfaithful<k>`.
+    pub retry_unfaithful: u32,
 }
 
 /// What a finished run produced.
@@ -479,12 +483,36 @@ fn run_combos(
             SweepValue::None => String::new(),
         };
         bar.set_message(format!("{}{tag} (repeat {})", combo.aqm, combo.repeat));
-        let r = combo::run_combo(sc, opts, topo, combo).with_context(|| {
-            format!(
-                "combination {} ({}{tag}, repeat {})",
-                combo.index, combo.aqm, combo.repeat
-            )
-        })?;
+        let r = until_faithful(
+            opts.retry_unfaithful,
+            || {
+                check_stop(&opts.stop)?;
+                combo::run_combo(sc, opts, topo, combo).with_context(|| {
+                    format!(
+                        "combination {} ({}{tag}, repeat {})",
+                        combo.index, combo.aqm, combo.repeat
+                    )
+                })
+            },
+            |r| r.fidelity.faithful,
+            |k, r| {
+                // Out of the way of the next attempt and of the summary
+                // (which reads the manifest's directories), kept.
+                let aside = format!("{}.unfaithful{k}", combo.dir);
+                fs::rename(opts.out.join(&combo.dir), opts.out.join(&aside))
+                    .with_context(|| format!("keeping {} as {aside}", combo.dir))?;
+                let line = format!(
+                    "NOT FAITHFUL {} (attempt {k} of {}; kept as {aside}, run again): {}",
+                    combo.dir,
+                    opts.retry_unfaithful + 1,
+                    r.fidelity.reasons.join("; ")
+                );
+                bar.println(format!("softswitch-exp: {line}"));
+                notes.push(line);
+                retried_entry(manifest, &combo.dir, &aside, &r.fidelity.reasons);
+                Ok(())
+            },
+        )?;
         if !r.fidelity.faithful {
             let line = format!(
                 "NOT FAITHFUL {} (left out of the statistics): {}",
@@ -508,6 +536,37 @@ fn run_combos(
     }
     bar.finish_and_clear();
     Ok(notes)
+}
+
+/// Runs `attempt` once, and again while `faithful` says no, up to
+/// `retries` more times; before each further attempt `set_aside(k, &result)`
+/// (k = 1, 2, …) moves the unfaithful one out of its way. The last result,
+/// faithful or not.
+fn until_faithful<T>(
+    retries: u32,
+    mut attempt: impl FnMut() -> Result<T>,
+    faithful: impl Fn(&T) -> bool,
+    mut set_aside: impl FnMut(u32, &T) -> Result<()>,
+) -> Result<T> {
+    let mut r = attempt()?;
+    for k in 1..=retries {
+        if faithful(&r) {
+            break;
+        }
+        set_aside(k, &r)?;
+        r = attempt()?;
+    }
+    Ok(r)
+}
+
+/// `manifest.retried`: one entry per unfaithful attempt set aside.
+fn retried_entry(manifest: &mut Value, dir: &str, kept_as: &str, reasons: &[String]) {
+    if !manifest["retried"].is_array() {
+        manifest["retried"] = json!([]);
+    }
+    if let Some(a) = manifest["retried"].as_array_mut() {
+        a.push(json!({"dir": dir, "kept_as": kept_as, "reasons": reasons}));
+    }
 }
 
 /// Hosts that run a server (1-based, sorted).
@@ -700,6 +759,7 @@ pub(super) mod tests {
             prefix: None,
             scaling: None,
             first_repeat: 0,
+            retry_unfaithful: 0,
         }
     }
 
@@ -882,6 +942,61 @@ pub(super) mod tests {
             dilation_args(Dilation::new(2.5).unwrap()),
             ["--dilation", "2.5"]
         );
+    }
+
+    #[test]
+    fn an_unfaithful_attempt_is_set_aside_and_run_again_up_to_the_limit() {
+        // Attempts return their number; "faithful" from attempt `ok_from`.
+        let go = |retries: u32, ok_from: u32| {
+            let (mut n, mut aside) = (0u32, Vec::new());
+            let last = until_faithful(
+                retries,
+                || {
+                    n += 1;
+                    Ok(n)
+                },
+                |&r| r >= ok_from,
+                |k, &r| {
+                    aside.push((k, r));
+                    Ok(())
+                },
+            )
+            .unwrap();
+            (last, aside)
+        };
+        // No retries asked: one attempt, whatever it gave.
+        assert_eq!(go(0, 5), (1, vec![]));
+        // Faithful at once: nothing set aside.
+        assert_eq!(go(3, 1), (1, vec![]));
+        // Faithful at the third attempt: the first two set aside, in order.
+        assert_eq!(go(3, 3), (3, vec![(1, 1), (2, 2)]));
+        // Never faithful: 1 + 2 attempts, the last returned, not set aside.
+        assert_eq!(go(2, 99), (3, vec![(1, 1), (2, 2)]));
+        // An error stops it.
+        let mut calls = 0;
+        let e = until_faithful(
+            3,
+            || {
+                calls += 1;
+                anyhow::bail!("the switch died")
+            },
+            |_: &u32| false,
+            |_, _| Ok(()),
+        );
+        assert!(e.is_err() && calls == 1);
+        let e = until_faithful(3, || Ok(1u32), |_| false, |_, _| anyhow::bail!("rename"));
+        assert!(e.unwrap_err().to_string().contains("rename"));
+    }
+
+    #[test]
+    fn retried_attempts_are_listed_in_the_manifest() {
+        let mut m = json!({"combos": []});
+        retried_entry(&mut m, "tcn-r0", "tcn-r0.unfaithful1", &["lost 5 %".into()]);
+        retried_entry(&mut m, "tcn-r0", "tcn-r0.unfaithful2", &[]);
+        assert_eq!(m["retried"].as_array().unwrap().len(), 2);
+        assert_eq!(m["retried"][0]["kept_as"], "tcn-r0.unfaithful1");
+        assert_eq!(m["retried"][0]["reasons"][0], "lost 5 %");
+        assert_eq!(m["retried"][1]["dir"], "tcn-r0");
     }
 
     #[test]

@@ -353,12 +353,22 @@ pub const DEFAULT_MAX_DILATION: u32 = 16;
 /// one lucky run is not a verdict.
 pub const DILATION_PROBE_REPEATS: u32 = 3;
 
-/// The factors a dilation calibration tries, smallest first: 1, 2, 4, …
-/// up to `max` (and `max` itself when it is not a power of two).
-pub fn dilation_candidates(max: u32) -> Result<Vec<Dilation>, String> {
+/// The factors a dilation calibration tries, smallest first: `min`, 2·`min`,
+/// 4·`min`, … up to `max` (and `max` itself when the doubling skips it).
+/// `min` is 1 unless told (`--min-dilation`): a 10 Gbit/s scenario on a
+/// machine known to need D ≥ 32 need not spend trials on 1 … 16.
+pub fn dilation_candidates(min: u32, max: u32) -> Result<Vec<Dilation>, String> {
     let top = Dilation::new(max as f64).map_err(|e| format!("--max-dilation {max}: {e}"))?;
+    Dilation::new(min as f64).map_err(|e| format!("--min-dilation {min}: {e}"))?;
+    if min > max {
+        return Err(format!(
+            "--min-dilation {min} is above --max-dilation {max}: give a range that holds at \
+             least one D (e.g. --min-dilation {min} --max-dilation {})",
+            min.saturating_mul(4)
+        ));
+    }
     let mut v = Vec::new();
-    let mut d = 1u32;
+    let mut d = min;
     while d < max {
         v.push(Dilation::new(d as f64)?);
         d = d.saturating_mul(2);
@@ -462,16 +472,16 @@ pub fn dilation_probe(sc: &Scenario) -> Scenario {
     p
 }
 
-/// Runs [`dilation_probe`] of `sc` (quick) at D = 1, 2, 4, … up to `max`
-/// until the guard passes every repeat. Each trial's results go to
+/// Runs [`dilation_probe`] of `sc` (quick) at D = `min`, 2·`min`, … up to
+/// `max` until the guard passes every repeat. Each trial's results go to
 /// `opts.out/d<D>`.
 pub fn calibrate_dilation(
     sc: &Scenario,
     name: &str,
     opts: &super::RunOptions,
-    max: u32,
+    (min, max): (u32, u32),
 ) -> anyhow::Result<DilationCalibration> {
-    let candidates = dilation_candidates(max).map_err(|e| anyhow::anyhow!(e))?;
+    let candidates = dilation_candidates(min, max).map_err(|e| anyhow::anyhow!(e))?;
     let probe = dilation_probe(sc);
     let (found, trials) = search_dilation(&candidates, |d| {
         let mut s = probe.clone();
@@ -706,19 +716,32 @@ mod tests {
 
     #[test]
     fn dilation_candidates_double_up_to_the_cap() {
-        let f = |m| {
-            dilation_candidates(m)
+        let f = |lo, m| {
+            dilation_candidates(lo, m)
                 .unwrap()
                 .iter()
                 .map(|d| d.factor())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(f(16), [1.0, 2.0, 4.0, 8.0, 16.0]);
-        assert_eq!(f(12), [1.0, 2.0, 4.0, 8.0, 12.0]);
-        assert_eq!(f(1), [1.0]);
-        let e = dilation_candidates(5000).unwrap_err();
+        assert_eq!(f(1, 16), [1.0, 2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(f(1, 12), [1.0, 2.0, 4.0, 8.0, 12.0]);
+        assert_eq!(f(1, 1), [1.0]);
+        // From a floor: doubling from it, the cap last.
+        assert_eq!(f(40, 256), [40.0, 80.0, 160.0, 256.0]);
+        assert_eq!(f(32, 256), [32.0, 64.0, 128.0, 256.0]);
+        assert_eq!(f(16, 16), [16.0]);
+        let e = dilation_candidates(1, 5000).unwrap_err();
         assert!(e.contains("--max-dilation 5000"), "{e}");
-        assert!(dilation_candidates(0).is_err());
+        assert!(dilation_candidates(1, 0).is_err());
+        assert!(dilation_candidates(0, 16)
+            .unwrap_err()
+            .contains("--min-dilation 0"));
+        let e = dilation_candidates(64, 16).unwrap_err();
+        assert!(
+            e.contains("--min-dilation 64 is above --max-dilation 16")
+                && e.contains("--max-dilation 256"),
+            "{e}"
+        );
     }
 
     fn verdict(d: Dilation, faithful: bool) -> DilationTrial {
@@ -737,7 +760,7 @@ mod tests {
 
     #[test]
     fn the_search_stops_at_the_smallest_faithful_d() {
-        let c = dilation_candidates(16).unwrap();
+        let c = dilation_candidates(1, 16).unwrap();
         // Faithful from D = 4 on: 1 and 2 are tried and rejected, 8 and 16
         // never run.
         let mut ran = Vec::new();
