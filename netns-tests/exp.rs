@@ -10,11 +10,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{skip_unless_root, unique_prefix};
+use common::{exp_options, skip_unless_root};
 use softswitch::exp::runner::leftovers;
 use softswitch::exp::{self, Fault, RunOptions, Scenario};
 
@@ -57,29 +57,6 @@ fn workload(flows: usize) -> Scenario {
     ))
 }
 
-fn options(test: &str) -> (RunOptions, String) {
-    let prefix = unique_prefix();
-    let out = std::env::temp_dir().join(format!("softswitch-exp-{test}-{prefix}"));
-    let _ = std::fs::remove_dir_all(&out);
-    (
-        RunOptions {
-            out,
-            quick: false,
-            switch_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch")),
-            tg_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch-tg")),
-            scenario_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-            progress: false,
-            stop: Arc::new(AtomicBool::new(false)),
-            fault: None,
-            prefix: Some(prefix.clone()),
-            scaling: None,
-            first_repeat: 0,
-            retry_unfaithful: 0,
-        },
-        prefix,
-    )
-}
-
 fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(
         &std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
@@ -112,7 +89,7 @@ fn workload_run_records_every_flow() {
         return;
     }
     let _g = serial();
-    let (opts, prefix) = options("workload");
+    let (opts, prefix) = exp_options("workload");
     let t0 = Instant::now();
     let report = exp::run(&workload(200), "workload-test", &opts).expect("run succeeds");
     eprintln!("workload run: {:.1} s", t0.elapsed().as_secs_f64());
@@ -206,7 +183,7 @@ fn incast_run_records_every_query() {
         queries = 20
     "#,
     );
-    let (opts, prefix) = options("incast");
+    let (opts, prefix) = exp_options("incast");
     let report = exp::run(&sc, "incast-test", &opts).expect("run succeeds");
     let v = read_json(&opts.out.join("dctcp-fanin8-r0/incast.json"));
     let queries = v["report"]["queries"].as_array().unwrap();
@@ -269,7 +246,7 @@ fn repeats_tell_noise_from_a_difference_and_report_rebuilds_them() {
         return;
     }
     let _g = serial();
-    let (opts, prefix) = options("repeated");
+    let (opts, prefix) = exp_options("repeated");
     let t0 = Instant::now();
     let report = exp::run(&scenario(REPEATED), "repeated-test", &opts).expect("run succeeds");
     eprintln!("repeated run: {:.1} s", t0.elapsed().as_secs_f64());
@@ -417,7 +394,7 @@ fn an_unfaithful_combination_is_kept_aside_and_run_again() {
         return;
     }
     let _g = serial();
-    let (mut opts, prefix) = options("retry");
+    let (mut opts, prefix) = exp_options("retry");
     opts.retry_unfaithful = 2;
     let report = exp::run(&scenario(NEVER_FAITHFUL), "retry-test", &opts).expect("run succeeds");
     assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
@@ -524,7 +501,7 @@ fn a_leaf_spine_run_says_which_hop_marked() {
         return;
     }
     let _g = serial();
-    let (opts, prefix) = options("fabric");
+    let (opts, prefix) = exp_options("fabric");
     let report = exp::run(&scenario(LEAF_SPINE), "fabric-test", &opts).expect("run succeeds");
     assert!(
         opts.out.join("fabric.toml").exists(),
@@ -574,7 +551,7 @@ fn a_leaf_spine_run_says_which_hop_marked() {
 
 fn assert_fails_clean(test: &str, edit: impl FnOnce(&mut RunOptions), want: &str) {
     let _g = serial();
-    let (mut opts, prefix) = options(test);
+    let (mut opts, prefix) = exp_options(test);
     edit(&mut opts);
     let t0 = Instant::now();
     let err = exp::run(&workload(400), test, &opts).expect_err("the run must fail");

@@ -12,12 +12,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use common::{skip_unless_root, unique_prefix};
+use common::{exp_options, skip_unless_root};
 use softswitch::exp::runner::leftovers;
-use softswitch::exp::{self, RunOptions, Scenario};
+use softswitch::exp::{self, Scenario};
 
 /// One (AQM, fan-in) point of the run: queries, drops at the receiver's
 /// port, RTOs of all hosts, its R-AQM counters, and its 1 ms samples of
@@ -219,23 +217,8 @@ fn fewer(raqm: &Combo, dctcp: &Combo) -> bool {
 /// Runs the scenario (DCTCP alone, then R-AQM) into a directory of its
 /// own; checks that nothing is left behind.
 fn run_both(sc: &Scenario) -> (Combo, Combo, PathBuf) {
-    let prefix = unique_prefix();
-    let out = std::env::temp_dir().join(format!("softswitch-raqm-{prefix}"));
-    let _ = std::fs::remove_dir_all(&out);
-    let opts = RunOptions {
-        out: out.clone(),
-        quick: false,
-        switch_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch")),
-        tg_bin: PathBuf::from(env!("CARGO_BIN_EXE_softswitch-tg")),
-        scenario_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        progress: false,
-        stop: Arc::new(AtomicBool::new(false)),
-        fault: None,
-        prefix: Some(prefix.clone()),
-        scaling: None,
-        first_repeat: 0,
-        retry_unfaithful: 0,
-    };
+    let (opts, prefix) = exp_options("raqm");
+    let out = opts.out.clone();
     let result = exp::run(sc, "raqm-test", &opts);
     let left = leftovers(&prefix, &out);
     result.expect("run succeeds");

@@ -891,3 +891,29 @@ fn retry<R>(
         i += 1;
     }
 }
+
+/// How the experiment-runner tests run a scenario: this build's binaries,
+/// no progress bar, a fresh namespace prefix and a fresh results directory
+/// under the temporary directory named after `test`; the prefix too.
+pub fn exp_options(test: &str) -> (softswitch::exp::RunOptions, String) {
+    let prefix = unique_prefix();
+    let out = std::env::temp_dir().join(format!("softswitch-exp-{test}-{prefix}"));
+    let _ = std::fs::remove_dir_all(&out);
+    (
+        softswitch::exp::RunOptions {
+            out,
+            quick: false,
+            switch_bin: std::path::PathBuf::from(env!("CARGO_BIN_EXE_softswitch")),
+            tg_bin: std::path::PathBuf::from(env!("CARGO_BIN_EXE_softswitch-tg")),
+            scenario_dir: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            progress: false,
+            stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            fault: None,
+            prefix: Some(prefix.clone()),
+            scaling: None,
+            first_repeat: 0,
+            retry_unfaithful: 0,
+        },
+        prefix,
+    )
+}
