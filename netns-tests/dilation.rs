@@ -145,11 +145,7 @@ fn one_flow(d: u32) -> (Emulated, CpuUse, Verdict) {
         e.marks_per_pkt,
         e.retransmits,
         e.lost * 100.0,
-        if verdict.faithful {
-            "faithful"
-        } else {
-            "NOT FAITHFUL"
-        },
+        softswitch::fidelity::label(verdict.faithful),
         j["fidelity"]["reasons"],
     );
     (e, cpu, verdict)

@@ -407,11 +407,7 @@ fn an_unfaithful_combination_is_kept_aside_and_run_again() {
     eprintln!(
         "{} attempt(s) set aside, the last {}\n{:#?}",
         aside.len(),
-        if faithful(&last) {
-            "faithful"
-        } else {
-            "NOT FAITHFUL"
-        },
+        softswitch::fidelity::label(faithful(&last)),
         report.notes
     );
     // Up to 1 + 2 attempts: every one set aside was unfaithful and is

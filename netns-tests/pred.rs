@@ -129,11 +129,7 @@ fn pred_counts_flows_and_marks_dctcp_at_the_shaped_rate() {
         "FCS's N sampled every 10 ms: {hist:?}, expected 8 (the data flows) in {:.0} % of \
          the samples or more (the run was {}) and above 10 in at most 1 %\n{aqm}",
         at_least * 100.0,
-        if verdict.faithful {
-            "faithful"
-        } else {
-            "NOT FAITHFUL"
-        },
+        softswitch::fidelity::label(verdict.faithful),
     );
     // The largest count of any one 312.5 µs period also takes in whatever
     // other IP packets of the hosts reach the port at that moment (the

@@ -39,11 +39,7 @@ impl std::fmt::Debug for Combo {
             self.drops,
             self.rtos,
             self.samples.len(),
-            if self.faithful {
-                "faithful"
-            } else {
-                "NOT FAITHFUL"
-            }
+            softswitch::fidelity::label(self.faithful)
         )
     }
 }

@@ -471,11 +471,7 @@ fn host_link_emulation_spreads_bursts() {
          {}: the egress port, not the host link, must set it",
         bps / 1e6,
         floor * 100.0,
-        if verdict.faithful {
-            "faithful"
-        } else {
-            "NOT FAITHFUL"
-        }
+        softswitch::fidelity::label(verdict.faithful)
     );
 }
 

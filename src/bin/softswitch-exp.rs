@@ -486,11 +486,7 @@ fn calibrate_dilation(flags: CalibrateFlags, range: (u32, u32)) -> Result<ExitCo
                     t.dilation,
                     t.max_lost_fraction * 100.0,
                     t.repeats,
-                    if t.faithful {
-                        "faithful"
-                    } else {
-                        "NOT FAITHFUL"
-                    }
+                    softswitch::fidelity::label(t.faithful)
                 );
             }
             let Some(d) = cal.dilation else {

@@ -207,6 +207,23 @@ pub struct Verdict {
     pub thresholds: Thresholds,
 }
 
+/// The guard's verdict in a word, as every report writes it: `faithful` or
+/// `NOT FAITHFUL`.
+pub fn label(faithful: bool) -> &'static str {
+    if faithful {
+        "faithful"
+    } else {
+        "NOT FAITHFUL"
+    }
+}
+
+impl Verdict {
+    /// [`label`] of this verdict.
+    pub fn label(&self) -> &'static str {
+        label(self.faithful)
+    }
+}
+
 /// A duration for people: `850 us`, `12.3 ms`, `2.41 s`.
 pub fn human_time(ns: Nanos) -> String {
     if ns >= 10 * crate::units::SEC {
