@@ -15,7 +15,7 @@ use softswitch::timebase::Dilation;
 #[derive(Parser, Debug)]
 #[command(
     version,
-    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast --repeat 5\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig1.toml --dilation 4\n  sudo softswitch-exp calibrate scenarios/tcn-fig5.toml --by rate\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp report results/incast --baseline tcn\n  softswitch-exp check scenarios/static-flows.toml"
+    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast --repeat 5\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig1.toml --dilation 4\n  sudo softswitch-exp calibrate scenarios/tcn-fig5.toml --by rate\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp report results/incast --baseline tcn\n  softswitch-exp report --compare results/d1 results/d4 --out results/d1-vs-d4\n  softswitch-exp check scenarios/static-flows.toml"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -88,6 +88,16 @@ enum Cmd {
         /// Write here (default: the one directory given; needed with several).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Keep each directory apart instead of merging: runs of one
+        /// scenario at different time dilations D (or rates, or days) become
+        /// schemes of their own, `D4:dctcp` against `D1:dctcp`, each point
+        /// with its spread and a verdict per metric — dilation invariance.
+        #[arg(long)]
+        compare: bool,
+        /// With --compare: the name of each directory's runs, in order
+        /// (default `D<d>` when D differs, else the rate, else run1, run2, …).
+        #[arg(long, value_name = "NAME", requires = "compare")]
+        label: Vec<String>,
     },
     /// Find how this machine runs the scenario faithfully (root): by
     /// default the smallest time dilation D (1, 2, 4, 8, …, or from
@@ -239,7 +249,12 @@ fn print_outcome(console: &[String], notes: &[String], files: &[PathBuf]) {
 }
 
 /// `softswitch-exp report`.
-fn report(dirs: Vec<PathBuf>, baseline: Option<String>, out: Option<PathBuf>) -> ExitCode {
+fn report(
+    dirs: Vec<PathBuf>,
+    baseline: Option<String>,
+    out: Option<PathBuf>,
+    apart: Option<Vec<String>>,
+) -> ExitCode {
     let out = match (out, dirs.as_slice()) {
         (Some(o), _) => o,
         (None, [one]) => one.clone(),
@@ -250,8 +265,11 @@ fn report(dirs: Vec<PathBuf>, baseline: Option<String>, out: Option<PathBuf>) ->
             return ExitCode::from(2);
         }
     };
-    let result = exp::report::load(&dirs)
-        .and_then(|loaded| exp::report::write(&out, &loaded, baseline.as_deref()));
+    let loaded = match &apart {
+        Some(labels) => exp::report::load_apart(&dirs, labels),
+        None => exp::report::load(&dirs),
+    };
+    let result = loaded.and_then(|loaded| exp::report::write(&out, &loaded, baseline.as_deref()));
     match result {
         Ok(r) => {
             println!(
@@ -343,7 +361,9 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             dirs,
             baseline,
             out,
-        } => Ok(report(dirs, baseline, out)),
+            compare,
+            label,
+        } => Ok(report(dirs, baseline, out, compare.then_some(label))),
         Cmd::Calibrate {
             scenario,
             out,

@@ -143,6 +143,136 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
     Ok(loaded)
 }
 
+/// The scenario without what may differ between runs that are compared
+/// apart ([`load_apart`]): what merging allows to differ, and the time
+/// dilation D.
+fn comparable(sc: &Scenario) -> Scenario {
+    let mut s = mergeable(sc);
+    s.dilation = None;
+    s
+}
+
+/// D as a label: `D4`, `D2.5`.
+fn dilation_label(sc: &Scenario) -> String {
+    format!("D{}", sc.dilation())
+}
+
+/// Reads directories of one scenario run under different settings — time
+/// dilation D, another `--rate`, or just another day — and keeps each apart
+/// as runs of their own, so that the summary compares them: every
+/// combination's AQM is renamed `<label>:<aqm>` (`D4:dctcp`), and the
+/// default baseline is the first directory's baseline (`D1:dctcp`). Labels
+/// are `labels` when given (one per directory), else `D<d>` when the
+/// directories differ in D, the rate they ran at when they differ in that,
+/// and `run1`, `run2`, … otherwise. This is how dilation invariance is
+/// judged: the same scenario at D = 1 and D = 4, each point's numbers with
+/// their spread and a verdict per metric.
+pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
+    if dirs.len() < 2 {
+        bail!("comparing apart needs two or more results directories");
+    }
+    if !labels.is_empty() && labels.len() != dirs.len() {
+        bail!(
+            "{} labels for {} directories: give one --label per directory, in order, or none",
+            labels.len(),
+            dirs.len()
+        );
+    }
+    let manifests = dirs
+        .iter()
+        .map(|d| read_manifest(d))
+        .collect::<Result<Vec<_>>>()?;
+    let first = &manifests[0];
+    for (m, dir) in manifests.iter().zip(dirs).skip(1) {
+        if comparable(&m.sc) != comparable(&first.sc) {
+            bail!(
+                "{} ran another scenario than {} — only runs of one scenario (at any D or rate) compare",
+                dir.display(),
+                dirs[0].display()
+            );
+        }
+    }
+    let labels: Vec<String> = if !labels.is_empty() {
+        labels.to_vec()
+    } else if manifests
+        .iter()
+        .any(|m| m.sc.dilation() != first.sc.dilation())
+    {
+        manifests.iter().map(|m| dilation_label(&m.sc)).collect()
+    } else if manifests.iter().any(|m| m.scaling != first.scaling) {
+        manifests
+            .iter()
+            .map(|m| m.scaling["to"].as_str().unwrap_or("unscaled").to_owned())
+            .collect()
+    } else {
+        (1..=dirs.len()).map(|k| format!("run{k}")).collect()
+    };
+    for (i, l) in labels.iter().enumerate() {
+        if l.is_empty() || l.contains(':') || labels[..i].contains(l) {
+            bail!(
+                "labels {labels:?}: each directory needs its own non-empty label without ':' (--label)"
+            );
+        }
+    }
+    let rename = |label: &str, aqm: &str| format!("{label}:{aqm}");
+    let mut sc = first.sc.clone();
+    sc.switch.aqm = labels
+        .iter()
+        .flat_map(|l| first.sc.switch.aqm.iter().map(move |a| rename(l, a)))
+        .collect();
+    sc.baseline = Some(rename(&labels[0], first.sc.baseline_aqm()));
+    let same_d = manifests
+        .iter()
+        .all(|m| m.sc.dilation() == first.sc.dilation());
+    if !same_d {
+        // Every number is in emulated units whatever D was; no one D is
+        // the run's.
+        sc.dilation = None;
+    }
+    let mut loaded = Loaded {
+        sc,
+        name: first.name.clone(),
+        scaling: Value::Null,
+        results: Vec::new(),
+        asked: BTreeMap::new(),
+        notes: Vec::new(),
+    };
+    let mut compared = Vec::new();
+    for ((m, dir), label) in manifests.into_iter().zip(dirs).zip(&labels) {
+        for d in combo_dirs(dir, &m) {
+            let mut s = StoredResult::load(&d).map_err(|e| anyhow!(e))?;
+            s.result.aqm = rename(label, &s.result.aqm);
+            loaded.results.push(s);
+        }
+        for (aqm, sweep, _) in &m.combos {
+            *loaded
+                .asked
+                .entry((rename(label, aqm), sweep.tag()))
+                .or_default() += 1;
+        }
+        loaded.notes.push(format!(
+            "{label}: {} (time dilation D = {}{})",
+            dir.display(),
+            m.sc.dilation(),
+            m.scaling["to"]
+                .as_str()
+                .map(|r| format!(", rate scaled to {r}"))
+                .unwrap_or_default()
+        ));
+        compared.push(serde_json::json!({
+            "label": label,
+            "dir": dir.display().to_string(),
+            "dilation": m.sc.dilation(),
+            "scaling": m.scaling,
+        }));
+    }
+    loaded.scaling = serde_json::json!({ "compared": compared });
+    if loaded.results.is_empty() {
+        bail!("no combination results (*/result.json) in the directories given");
+    }
+    Ok(loaded)
+}
+
 /// Merged repeats that ran the same flow schedules (the same seed).
 fn same_seeds(results: &[StoredResult]) -> Vec<String> {
     let mut seen: BTreeMap<(String, String, u64), &Path> = BTreeMap::new();
@@ -292,4 +422,164 @@ fn write_stats_csv(path: &Path, s: &Summary) -> Result<()> {
     }
     w.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exp::results::{Fidelity, FlowRow, HostTotals, SwitchTotals};
+    use crate::exp::summary::Verdict;
+
+    const SC: &str = r#"
+        [topology]
+        hosts = 3
+        [switch]
+        aqm = ["dctcp"]
+        [traffic]
+        kind = "workload"
+        cdf = "cdf/websearch.txt"
+        load = [0.5]
+        flows = 10
+        clients = [3]
+        servers = [1, 2]
+    "#;
+
+    /// A results directory of `SC` at time dilation `d`: five repeats whose
+    /// small flows take `fct(r)` µs.
+    fn results_dir(root: &Path, name: &str, d: f64, fct: impl Fn(u32) -> u64) -> PathBuf {
+        let mut sc = Scenario::from_toml(SC, Path::new("t.toml")).unwrap();
+        sc.dilation = (d != 1.0).then_some(d);
+        let dir = root.join(name);
+        let mut combos = Vec::new();
+        for r in 0..5u32 {
+            let cdir = format!("dctcp-load0.50-r{r}");
+            let flows = vec![
+                FlowRow {
+                    size: 1_000,
+                    fct_us: fct(r),
+                    dscp: 0,
+                    start_us: 0,
+                },
+                FlowRow {
+                    size: 20_000_000,
+                    fct_us: 9_000,
+                    dscp: 0,
+                    start_us: 0,
+                },
+            ];
+            let result = ComboResult {
+                aqm: "dctcp".into(),
+                sweep: SweepValue::Load(0.5),
+                repeat: r,
+                seed: 1 + r as u64,
+                dir: cdir.clone(),
+                expected: flows.len(),
+                flows,
+                queries: vec![],
+                statics: vec![],
+                wall_us: 1_000_000,
+                switch: SwitchTotals::default(),
+                hosts: HostTotals::default(),
+                queue_samples: "switch_timeseries.csv".into(),
+                switch_ports: vec![],
+                switch_offset_ms: None,
+                fidelity: Fidelity {
+                    faithful: true,
+                    ..Default::default()
+                },
+                queue_mean_kb: 0.0,
+                queue_p99_kb: 0.0,
+                sojourn: None,
+                ping: None,
+                hops: vec![],
+            };
+            fs::create_dir_all(dir.join(&cdir)).unwrap();
+            fs::write(
+                dir.join(&cdir).join("result.json"),
+                serde_json::to_string(&result).unwrap(),
+            )
+            .unwrap();
+            combos.push(
+                serde_json::json!({"aqm": "dctcp", "sweep": SweepValue::Load(0.5), "dir": cdir}),
+            );
+        }
+        let manifest = serde_json::json!({
+            "scenario_name": "t",
+            "scenario": sc,
+            "scaling": null,
+            "combos": combos,
+        });
+        fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+        dir
+    }
+
+    fn small_fct_verdict(loaded: &Loaded) -> (Vec<String>, Verdict) {
+        let results: Vec<&ComboResult> = loaded.results.iter().map(|s| &s.result).collect();
+        let input = summary::SummaryInput {
+            sc: &loaded.sc,
+            name: &loaded.name,
+            baseline: loaded.sc.baseline_aqm(),
+            scaling: loaded.scaling.clone(),
+            asked: loaded.asked.clone(),
+        };
+        let s = summary::summarize(&input, &results);
+        let aqms = s.points.iter().map(|p| p.aqm.clone()).collect();
+        let v = s.points[1].vs_baseline["fct.small.mean_us"].verdict;
+        (aqms, v)
+    }
+
+    #[test]
+    fn runs_at_two_dilations_are_compared_apart_with_a_verdict() {
+        let root = tempfile::tempdir().unwrap();
+        let d1 = results_dir(root.path(), "d1", 1.0, |r| 100 + 10 * r as u64);
+        let same = results_dir(root.path(), "d4", 4.0, |r| 100 + 10 * (4 - r) as u64);
+        let slower = results_dir(root.path(), "d4-slow", 4.0, |r| 200 + 10 * r as u64);
+
+        // Merging refuses runs at another D; comparing apart takes them.
+        let merged = load(&[d1.clone(), same.clone()]);
+        assert!(merged.is_err_and(|e| e.to_string().contains("time dilation")));
+        let l = load_apart(&[d1.clone(), same.clone()], &[]).unwrap();
+        assert_eq!(l.sc.switch.aqm, ["D1:dctcp", "D4:dctcp"]);
+        assert_eq!(l.sc.baseline_aqm(), "D1:dctcp");
+        assert_eq!(l.asked[&("D4:dctcp".to_owned(), "load0.50".to_owned())], 5);
+        assert!(l.sc.dilation.is_none(), "no one D is the comparison's");
+        assert_eq!(l.scaling["compared"][1]["dilation"], 4.0);
+        // The same values in another order: no difference.
+        assert_eq!(
+            small_fct_verdict(&l),
+            (
+                vec!["D1:dctcp".into(), "D4:dctcp".into()],
+                Verdict::NoDifference
+            )
+        );
+        // Twice as slow in every repeat: higher (Mann-Whitney, 5 against 5).
+        let l = load_apart(
+            &[d1.clone(), slower.clone()],
+            &["fast".into(), "slow".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            small_fct_verdict(&l),
+            (
+                vec!["fast:dctcp".into(), "slow:dctcp".into()],
+                Verdict::Higher
+            )
+        );
+
+        // Two directories at the same D get run1, run2.
+        let l = load_apart(&[same.clone(), slower.clone()], &[]).unwrap();
+        assert_eq!(l.sc.switch.aqm, ["run1:dctcp", "run2:dctcp"]);
+        assert_eq!(l.sc.dilation, Some(4.0));
+
+        // Bad labels and a single directory are refused, saying what to do.
+        let e = load_apart(&[d1.clone(), same.clone()], &["a".into()])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("one --label per directory"), "{e}");
+        let e = load_apart(&[d1.clone(), same.clone()], &["a".into(), "a".into()])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("its own non-empty label"), "{e}");
+        assert!(load_apart(std::slice::from_ref(&d1), &[]).is_err());
+    }
 }
