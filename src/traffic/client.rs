@@ -178,6 +178,7 @@ impl ClientReport {
 
 struct Pool {
     addr: SocketAddr,
+    dil: Dilation,
     conns: Vec<Conn>,
     idle: IdleList,
     /// Set when a new connection could not be opened: later flows to this
@@ -193,11 +194,12 @@ impl Pool {
         addr: SocketAddr,
         conns: usize,
         out_tx: &Sender<Outcome>,
+        dil: Dilation,
     ) -> Result<Pool, TgError> {
         let idle: IdleList = Arc::new(Mutex::new(Vec::new()));
         let mut opened = Vec::new();
         for slot in 0..conns {
-            let c = Conn::open(i, addr, slot, idle.clone(), out_tx.clone())
+            let c = Conn::open(i, addr, slot, idle.clone(), out_tx.clone(), dil)
                 .map_err(|source| TgError::Connect { addr, source })?;
             opened.push(c);
         }
@@ -205,6 +207,7 @@ impl Pool {
         *idle.lock().expect("fresh mutex") = (0..opened.len()).rev().collect();
         Ok(Pool {
             addr,
+            dil,
             conns: opened,
             idle,
             unreachable: None,
@@ -221,7 +224,14 @@ impl Pool {
             (None, Some(why)) => Err(why.clone()),
             (None, None) => {
                 let s = self.conns.len();
-                match Conn::open(f.server, self.addr, s, self.idle.clone(), out_tx.clone()) {
+                match Conn::open(
+                    f.server,
+                    self.addr,
+                    s,
+                    self.idle.clone(),
+                    out_tx.clone(),
+                    self.dil,
+                ) {
                     Ok(c) => {
                         self.conns.push(c);
                         Ok(s)
@@ -411,7 +421,7 @@ pub fn run(cfg: &ClientConfig) -> Result<ClientReport, TgError> {
         .servers
         .iter()
         .enumerate()
-        .map(|(i, &addr)| Pool::open(i, addr, cfg.conns_per_server.max(1), &out_tx))
+        .map(|(i, &addr)| Pool::open(i, addr, cfg.conns_per_server.max(1), &out_tx, cfg.dilation))
         .collect::<Result<Vec<Pool>, TgError>>()?;
 
     let mut run = Run::new(cfg, &plan);

@@ -19,12 +19,21 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::proto::{Request, HEADER_LEN};
 use super::sock;
+use crate::timebase::Dilation;
 
 /// Read buffer per connection (64 KiB: 2 000 reads/s at 1 Gbit/s, and a
 /// thousand connections cost 64 MB, not 256).
 const READ_BUF: usize = 64 * 1024;
-/// Connect timeout.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Connect timeout, in emulated time: 3 s, long enough for one lost SYN or
+/// SYN-ACK (Linux retransmits it after its 1 s initial RTO).
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// [`CONNECT_TIMEOUT`] in real time under time dilation D: the hosts'
+/// initial RTO runs D times slower too (`topo up --dilation`), so a real 3 s
+/// would not outlast a single lost SYN at D = 4 and would end the run.
+pub(crate) fn connect_timeout(dil: Dilation) -> Duration {
+    dil.to_real(CONNECT_TIMEOUT)
+}
 
 /// Indices (into a server's connection list) of connections with no flow.
 pub(crate) type IdleList = Arc<Mutex<Vec<usize>>>;
@@ -61,16 +70,18 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// Connects and starts the reader. `slot` is this connection's index in
-    /// the server's list, pushed onto `idle` after each completed flow.
+    /// Connects (within [`connect_timeout`]) and starts the reader. `slot`
+    /// is this connection's index in the server's list, pushed onto `idle`
+    /// after each completed flow.
     pub fn open(
         server: usize,
         addr: SocketAddr,
         slot: usize,
         idle: IdleList,
         outcomes: Sender<Outcome>,
+        dil: Dilation,
     ) -> io::Result<Conn> {
-        let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
+        let stream = TcpStream::connect_timeout(&addr, connect_timeout(dil))?;
         stream.set_nodelay(true)?;
         let read_half = stream.try_clone()?;
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -219,5 +230,20 @@ fn eof_context(e: io::Error, what: &str) -> io::Error {
         )
     } else {
         e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connect_timeout_is_three_seconds_of_emulated_time() {
+        // D = 4: the hosts retransmit a lost SYN after 4 s of real time, so
+        // the wait must be 12 s real to outlast one loss as 3 s does at D = 1.
+        assert_eq!(connect_timeout(Dilation::NONE), Duration::from_secs(3));
+        let d4 = Dilation::new(4.0).unwrap();
+        assert_eq!(connect_timeout(d4), Duration::from_secs(12));
+        assert!(connect_timeout(d4) > d4.to_real(Duration::from_secs(1)));
     }
 }

@@ -154,7 +154,7 @@ fn open_all(
     conns.clear();
     for (i, &addr) in cfg.servers.iter().enumerate() {
         let idle = Arc::new(Mutex::new(Vec::new()));
-        let c = Conn::open(i, addr, 0, idle, out_tx.clone())
+        let c = Conn::open(i, addr, 0, idle, out_tx.clone(), cfg.dilation)
             .map_err(|source| TgError::Connect { addr, source })?;
         conns.push(c);
     }

@@ -198,7 +198,7 @@ pub fn run(cfg: &LongConfig) -> Result<LongReport, TgError> {
 /// wake every [`READ_WAKE`].
 fn connect(cfg: &LongConfig) -> Result<TcpStream, TgError> {
     let addr = cfg.server;
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+    let stream = TcpStream::connect_timeout(&addr, super::conn::connect_timeout(cfg.dilation))
         .map_err(|source| TgError::Connect { addr, source })?;
     let io_err = |context: &str| {
         let context = context.to_string();
