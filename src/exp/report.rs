@@ -98,6 +98,37 @@ fn combo_dirs(dir: &Path, m: &Manifest) -> Vec<PathBuf> {
     v
 }
 
+impl Loaded {
+    /// Adds every completed combination of `dir` (its manifest `m`) and the
+    /// repeats it asked for, each AQM named by `name` (the identity when
+    /// merging, `<label>:<aqm>` when comparing apart).
+    fn add_dir(&mut self, dir: &Path, m: &Manifest, name: impl Fn(&str) -> String) -> Result<()> {
+        for d in combo_dirs(dir, m) {
+            let mut s = StoredResult::load(&d).map_err(|e| anyhow!(e))?;
+            s.result.aqm = name(&s.result.aqm);
+            self.results.push(s);
+        }
+        for (aqm, sweep, _) in &m.combos {
+            *self.asked.entry((name(aqm), sweep.tag())).or_default() += 1;
+        }
+        Ok(())
+    }
+
+    /// Refuses directories that hold no completed combination.
+    fn require_results(&self, dirs: &[PathBuf]) -> Result<()> {
+        if self.results.is_empty() {
+            bail!(
+                "no combination results (*/result.json) in {}",
+                dirs.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Reads one or more results directories of the same scenario.
 pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
     let Some(first_dir) = dirs.first() else {
@@ -121,24 +152,9 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
                 first_dir.display()
             );
         }
-        for d in combo_dirs(dir, &m) {
-            loaded
-                .results
-                .push(StoredResult::load(&d).map_err(|e| anyhow!(e))?);
-        }
-        for (aqm, sweep, _) in m.combos {
-            *loaded.asked.entry((aqm, sweep.tag())).or_default() += 1;
-        }
+        loaded.add_dir(dir, &m, str::to_owned)?;
     }
-    if loaded.results.is_empty() {
-        bail!(
-            "no combination results (*/result.json) in {}",
-            dirs.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    loaded.require_results(dirs)?;
     loaded.notes.extend(same_seeds(&loaded.results));
     Ok(loaded)
 }
@@ -192,12 +208,12 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
             );
         }
     }
+    let d_differs = manifests
+        .iter()
+        .any(|m| m.sc.dilation() != first.sc.dilation());
     let labels: Vec<String> = if !labels.is_empty() {
         labels.to_vec()
-    } else if manifests
-        .iter()
-        .any(|m| m.sc.dilation() != first.sc.dilation())
-    {
+    } else if d_differs {
         manifests.iter().map(|m| dilation_label(&m.sc)).collect()
     } else if manifests.iter().any(|m| m.scaling != first.scaling) {
         manifests
@@ -221,10 +237,7 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
         .flat_map(|l| first.sc.switch.aqm.iter().map(move |a| rename(l, a)))
         .collect();
     sc.baseline = Some(rename(&labels[0], first.sc.baseline_aqm()));
-    let same_d = manifests
-        .iter()
-        .all(|m| m.sc.dilation() == first.sc.dilation());
-    if !same_d {
+    if d_differs {
         // Every number is in emulated units whatever D was; no one D is
         // the run's.
         sc.dilation = None;
@@ -239,17 +252,7 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
     };
     let mut compared = Vec::new();
     for ((m, dir), label) in manifests.into_iter().zip(dirs).zip(&labels) {
-        for d in combo_dirs(dir, &m) {
-            let mut s = StoredResult::load(&d).map_err(|e| anyhow!(e))?;
-            s.result.aqm = rename(label, &s.result.aqm);
-            loaded.results.push(s);
-        }
-        for (aqm, sweep, _) in &m.combos {
-            *loaded
-                .asked
-                .entry((rename(label, aqm), sweep.tag()))
-                .or_default() += 1;
-        }
+        loaded.add_dir(dir, &m, |aqm| rename(label, aqm))?;
         loaded.notes.push(format!(
             "{label}: {} (time dilation D = {}{})",
             dir.display(),
@@ -267,9 +270,7 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
         }));
     }
     loaded.scaling = serde_json::json!({ "compared": compared });
-    if loaded.results.is_empty() {
-        bail!("no combination results (*/result.json) in the directories given");
-    }
+    loaded.require_results(dirs)?;
     Ok(loaded)
 }
 
@@ -427,7 +428,7 @@ fn write_stats_csv(path: &Path, s: &Summary) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exp::results::{Fidelity, FlowRow, HostTotals, SwitchTotals};
+    use crate::exp::summary::tests::{combo, flow};
     use crate::exp::summary::Verdict;
 
     const SC: &str = r#"
@@ -452,47 +453,9 @@ mod tests {
         let dir = root.join(name);
         let mut combos = Vec::new();
         for r in 0..5u32 {
-            let cdir = format!("dctcp-load0.50-r{r}");
-            let flows = vec![
-                FlowRow {
-                    size: 1_000,
-                    fct_us: fct(r),
-                    dscp: 0,
-                    start_us: 0,
-                },
-                FlowRow {
-                    size: 20_000_000,
-                    fct_us: 9_000,
-                    dscp: 0,
-                    start_us: 0,
-                },
-            ];
-            let result = ComboResult {
-                aqm: "dctcp".into(),
-                sweep: SweepValue::Load(0.5),
-                repeat: r,
-                seed: 1 + r as u64,
-                dir: cdir.clone(),
-                expected: flows.len(),
-                flows,
-                queries: vec![],
-                statics: vec![],
-                wall_us: 1_000_000,
-                switch: SwitchTotals::default(),
-                hosts: HostTotals::default(),
-                queue_samples: "switch_timeseries.csv".into(),
-                switch_ports: vec![],
-                switch_offset_ms: None,
-                fidelity: Fidelity {
-                    faithful: true,
-                    ..Default::default()
-                },
-                queue_mean_kb: 0.0,
-                queue_p99_kb: 0.0,
-                sojourn: None,
-                ping: None,
-                hops: vec![],
-            };
+            let flows = vec![flow(1_000, fct(r)), flow(20_000_000, 9_000)];
+            let result = combo("dctcp", 0.5, r, flows, 0);
+            let cdir = result.dir.clone();
             fs::create_dir_all(dir.join(&cdir)).unwrap();
             fs::write(
                 dir.join(&cdir).join("result.json"),

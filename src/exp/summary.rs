@@ -859,7 +859,7 @@ fn point_block(sc: &Scenario, sweep: SweepValue, points: &[&Point]) -> Vec<Strin
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::exp::results::{
         Fidelity, FlowRow, HopResult, HostTotals, PingStats, StaticFlowResult, SwitchTotals,
@@ -884,7 +884,7 @@ mod tests {
         Scenario::from_toml(text, Path::new("t.toml")).unwrap()
     }
 
-    fn flow(size: u64, fct_us: u64) -> FlowRow {
+    pub(crate) fn flow(size: u64, fct_us: u64) -> FlowRow {
         FlowRow {
             size,
             fct_us,
@@ -893,7 +893,13 @@ mod tests {
         }
     }
 
-    fn combo(aqm: &str, load: f64, repeat: u32, flows: Vec<FlowRow>, drops: u64) -> ComboResult {
+    pub(crate) fn combo(
+        aqm: &str,
+        load: f64,
+        repeat: u32,
+        flows: Vec<FlowRow>,
+        drops: u64,
+    ) -> ComboResult {
         ComboResult {
             aqm: aqm.into(),
             sweep: SweepValue::Load(load),
