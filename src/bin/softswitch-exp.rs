@@ -83,15 +83,16 @@ enum Cmd {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Compare against this AQM instead of the scenario's baseline.
-        #[arg(long, value_name = "AQM")]
+        #[arg(long, value_name = "AQM", conflicts_with = "compare")]
         baseline: Option<String>,
         /// Write here (default: the one directory given; needed with several).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Keep each directory apart instead of merging: runs of one
         /// scenario at different time dilations D (or rates, or days) become
-        /// schemes of their own, `D4:dctcp` against `D1:dctcp`, each point
-        /// with its spread and a verdict per metric — dilation invariance.
+        /// schemes of their own, each AQM against itself in the first
+        /// directory (`D4:tcn` against `D1:tcn`), each point with its
+        /// spread and a verdict per metric — dilation invariance.
         #[arg(long)]
         compare: bool,
         /// With --compare: the name of each directory's runs, in order

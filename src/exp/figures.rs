@@ -210,10 +210,11 @@ fn spread_series(input: &FigureInput, key: &str, div: f64) -> Vec<Series> {
         .collect()
 }
 
-/// Per AQM: mean ÷ the baseline's mean with Fieller's interval; the
+/// Per AQM: mean ÷ its baseline's mean with Fieller's interval; a
 /// baseline itself at 1.
 fn ratio_series(input: &FigureInput, key: &str) -> Vec<Series> {
-    let base = &input.summary.baseline;
+    let points = &input.summary.points;
+    let is_baseline = |aqm: &str| points.iter().any(|q| q.baseline.as_deref() == Some(aqm));
     aqms(input)
         .iter()
         .map(|a| Series {
@@ -225,7 +226,7 @@ fn ratio_series(input: &FigureInput, key: &str) -> Vec<Series> {
                 .filter(|p| &p.aqm == a)
                 .filter_map(|p| {
                     let n = Some(p.metrics.get(key)?.n);
-                    if &p.aqm == base {
+                    if is_baseline(&p.aqm) {
                         return Some(Point {
                             n,
                             asked: Some(p.repeats_asked),

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::figures::{self, FigureInput};
 use super::results::{ComboResult, StoredResult};
 use super::scenario::{Scenario, SweepValue};
-use super::summary::{self, metric_info, Summary, SummaryInput};
+use super::summary::{self, metric_info, Against, Summary, SummaryInput};
 
 /// A results directory (or several merged) as read back.
 pub struct Loaded {
@@ -35,6 +35,9 @@ pub struct Loaded {
     pub asked: BTreeMap<(String, String), usize>,
     /// Things the user should know (merging).
     pub notes: Vec<String>,
+    /// Runs kept apart ([`load_apart`]): the first directory's label, whose
+    /// schemes the others' same AQMs are compared with.
+    pub reference: Option<String>,
 }
 
 /// What one directory's manifest says about the run.
@@ -99,6 +102,32 @@ fn combo_dirs(dir: &Path, m: &Manifest) -> Vec<PathBuf> {
 }
 
 impl Loaded {
+    /// What each scheme is compared with: `baseline` (default: the
+    /// scenario's), or for runs kept apart the same AQM in the first
+    /// directory, where no `baseline` applies.
+    pub fn against<'a>(&'a self, baseline: Option<&'a str>) -> Result<Against<'a>> {
+        match (&self.reference, baseline) {
+            (Some(_), Some(b)) => bail!(
+                "--baseline {b} does not apply to runs kept apart (--compare): each AQM is \
+                 compared with the same AQM in the first directory; to compare schemes within \
+                 one run, report that directory alone"
+            ),
+            (Some(reference), None) => Ok(Against::SameAqm(reference)),
+            (None, b) => {
+                let b = b.unwrap_or(self.sc.baseline_aqm());
+                let results: Vec<&ComboResult> = self.results.iter().map(|s| &s.result).collect();
+                let present = summary::aqm_order(&self.sc, &results);
+                if !present.iter().any(|a| a == b) {
+                    bail!(
+                        "baseline `{b}` did not run here — choose one of {}",
+                        present.join(", ")
+                    );
+                }
+                Ok(Against::One(b))
+            }
+        }
+    }
+
     /// Adds every completed combination of `dir` (its manifest `m`) and the
     /// repeats it asked for, each AQM named by `name` (the identity when
     /// merging, `<label>:<aqm>` when comparing apart).
@@ -142,6 +171,7 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
         results: Vec::new(),
         asked: BTreeMap::new(),
         notes: Vec::new(),
+        reference: None,
     };
     for dir in dirs {
         let m = read_manifest(dir)?;
@@ -176,8 +206,9 @@ fn dilation_label(sc: &Scenario) -> String {
 /// Reads directories of one scenario run under different settings — time
 /// dilation D, another `--rate`, or just another day — and keeps each apart
 /// as runs of their own, so that the summary compares them: every
-/// combination's AQM is renamed `<label>:<aqm>` (`D4:dctcp`), and the
-/// default baseline is the first directory's baseline (`D1:dctcp`). Labels
+/// combination's AQM is renamed `<label>:<aqm>` (`D4:dctcp`), and each is
+/// compared with the same AQM in the first directory (`D1:dctcp`; the
+/// scenario's baseline, renamed, only names the figures' reference). Labels
 /// are `labels` when given (one per directory), else `D<d>` when the
 /// directories differ in D, the rate they ran at when they differ in that,
 /// and `run1`, `run2`, … otherwise. This is how dilation invariance is
@@ -249,6 +280,7 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
         results: Vec::new(),
         asked: BTreeMap::new(),
         notes: Vec::new(),
+        reference: Some(labels[0].clone()),
     };
     let mut compared = Vec::new();
     for ((m, dir), label) in manifests.into_iter().zip(dirs).zip(&labels) {
@@ -312,22 +344,16 @@ pub fn summary_json(s: &Summary) -> Result<String> {
 
 /// Writes `summary.json`, `stats.csv` and the figures (with their CSVs) of
 /// `loaded` into `out`, comparing against `baseline` (default: the
-/// scenario's).
+/// scenario's); runs kept apart compare each AQM with itself in the first
+/// directory instead, and take no `baseline`.
 pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Report> {
     let results: Vec<&ComboResult> = loaded.results.iter().map(|s| &s.result).collect();
-    let present = summary::aqm_order(&loaded.sc, &results);
-    let baseline = baseline.unwrap_or(loaded.sc.baseline_aqm());
-    if !present.iter().any(|a| a == baseline) {
-        bail!(
-            "baseline `{baseline}` did not run here — choose one of {}",
-            present.join(", ")
-        );
-    }
+    let against = loaded.against(baseline)?;
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let input = SummaryInput {
         sc: &loaded.sc,
         name: &loaded.name,
-        baseline,
+        against,
         scaling: loaded.scaling.clone(),
         asked: loaded.asked.clone(),
     };
@@ -406,7 +432,7 @@ fn write_stats_csv(path: &Path, s: &Summary) -> Result<()> {
                 sd: m.sd,
                 ci95_lo: m.ci95.map(|c| c[0]),
                 ci95_hi: m.ci95.map(|c| c[1]),
-                baseline: &s.baseline,
+                baseline: p.baseline.as_deref().unwrap_or(""),
                 ratio: c.and_then(|c| c.ratio),
                 ratio_ci95_lo: c.and_then(|c| c.ratio_ci95.map(|r| r[0])),
                 ratio_ci95_hi: c.and_then(|c| c.ratio_ci95.map(|r| r[1])),
@@ -435,7 +461,7 @@ mod tests {
         [topology]
         hosts = 3
         [switch]
-        aqm = ["dctcp"]
+        aqm = ["dctcp", "tcn"]
         [traffic]
         kind = "workload"
         cdf = "cdf/websearch.txt"
@@ -445,26 +471,29 @@ mod tests {
         servers = [1, 2]
     "#;
 
-    /// A results directory of `SC` at time dilation `d`: five repeats whose
-    /// small flows take `fct(r)` µs.
+    /// A results directory of `SC` at time dilation `d`: five repeats per
+    /// AQM whose small flows take `fct(r)` µs under DCTCP and twice that
+    /// under TCN.
     fn results_dir(root: &Path, name: &str, d: f64, fct: impl Fn(u32) -> u64) -> PathBuf {
         let mut sc = Scenario::from_toml(SC, Path::new("t.toml")).unwrap();
         sc.dilation = (d != 1.0).then_some(d);
         let dir = root.join(name);
         let mut combos = Vec::new();
-        for r in 0..5u32 {
-            let flows = vec![flow(1_000, fct(r)), flow(20_000_000, 9_000)];
-            let result = combo("dctcp", 0.5, r, flows, 0);
-            let cdir = result.dir.clone();
-            fs::create_dir_all(dir.join(&cdir)).unwrap();
-            fs::write(
-                dir.join(&cdir).join("result.json"),
-                serde_json::to_string(&result).unwrap(),
-            )
-            .unwrap();
-            combos.push(
-                serde_json::json!({"aqm": "dctcp", "sweep": SweepValue::Load(0.5), "dir": cdir}),
-            );
+        for (aqm, k) in [("dctcp", 1), ("tcn", 2)] {
+            for r in 0..5u32 {
+                let flows = vec![flow(1_000, k * fct(r)), flow(20_000_000, 9_000)];
+                let result = combo(aqm, 0.5, r, flows, 0);
+                let cdir = result.dir.clone();
+                fs::create_dir_all(dir.join(&cdir)).unwrap();
+                fs::write(
+                    dir.join(&cdir).join("result.json"),
+                    serde_json::to_string(&result).unwrap(),
+                )
+                .unwrap();
+                combos.push(
+                    serde_json::json!({"aqm": aqm, "sweep": SweepValue::Load(0.5), "dir": cdir}),
+                );
+            }
         }
         let manifest = serde_json::json!({
             "scenario_name": "t",
@@ -476,19 +505,33 @@ mod tests {
         dir
     }
 
-    fn small_fct_verdict(loaded: &Loaded) -> (Vec<String>, Verdict) {
+    /// Every point's AQM, what it was compared with and the verdict on its
+    /// small flows' mean FCT, as `report` (without `--baseline`) judges them.
+    fn small_fct_verdicts(loaded: &Loaded) -> Vec<(String, Option<String>, Option<Verdict>)> {
         let results: Vec<&ComboResult> = loaded.results.iter().map(|s| &s.result).collect();
         let input = summary::SummaryInput {
             sc: &loaded.sc,
             name: &loaded.name,
-            baseline: loaded.sc.baseline_aqm(),
+            against: loaded.against(None).unwrap(),
             scaling: loaded.scaling.clone(),
             asked: loaded.asked.clone(),
         };
         let s = summary::summarize(&input, &results);
-        let aqms = s.points.iter().map(|p| p.aqm.clone()).collect();
-        let v = s.points[1].vs_baseline["fct.small.mean_us"].verdict;
-        (aqms, v)
+        s.points
+            .iter()
+            .map(|p| {
+                let v = p.vs_baseline.get("fct.small.mean_us").map(|c| c.verdict);
+                (p.aqm.clone(), p.baseline.clone(), v)
+            })
+            .collect()
+    }
+
+    fn point(
+        aqm: &str,
+        baseline: Option<&str>,
+        v: Option<Verdict>,
+    ) -> (String, Option<String>, Option<Verdict>) {
+        (aqm.into(), baseline.map(String::from), v)
     }
 
     #[test]
@@ -502,36 +545,64 @@ mod tests {
         let merged = load(&[d1.clone(), same.clone()]);
         assert!(merged.is_err_and(|e| e.to_string().contains("time dilation")));
         let l = load_apart(&[d1.clone(), same.clone()], &[]).unwrap();
-        assert_eq!(l.sc.switch.aqm, ["D1:dctcp", "D4:dctcp"]);
+        assert_eq!(
+            l.sc.switch.aqm,
+            ["D1:dctcp", "D1:tcn", "D4:dctcp", "D4:tcn"]
+        );
         assert_eq!(l.sc.baseline_aqm(), "D1:dctcp");
         assert_eq!(l.asked[&("D4:dctcp".to_owned(), "load0.50".to_owned())], 5);
         assert!(l.sc.dilation.is_none(), "no one D is the comparison's");
         assert_eq!(l.scaling["compared"][1]["dilation"], 4.0);
-        // The same values in another order: no difference.
+        // Each AQM against itself in the first directory: the same values
+        // in another order, no difference — TCN too, though it is twice
+        // DCTCP (against D1:dctcp it would be "higher").
+        use Verdict::*;
         assert_eq!(
-            small_fct_verdict(&l),
-            (
-                vec!["D1:dctcp".into(), "D4:dctcp".into()],
-                Verdict::NoDifference
-            )
+            small_fct_verdicts(&l),
+            [
+                point("D1:dctcp", None, None),
+                point("D1:tcn", None, None),
+                point("D4:dctcp", Some("D1:dctcp"), Some(NoDifference)),
+                point("D4:tcn", Some("D1:tcn"), Some(NoDifference)),
+            ]
         );
-        // Twice as slow in every repeat: higher (Mann-Whitney, 5 against 5).
+        // Twice as slow in every repeat: higher (5 against 5).
         let l = load_apart(
             &[d1.clone(), slower.clone()],
             &["fast".into(), "slow".into()],
         )
         .unwrap();
         assert_eq!(
-            small_fct_verdict(&l),
-            (
-                vec!["fast:dctcp".into(), "slow:dctcp".into()],
-                Verdict::Higher
-            )
+            small_fct_verdicts(&l),
+            [
+                point("fast:dctcp", None, None),
+                point("fast:tcn", None, None),
+                point("slow:dctcp", Some("fast:dctcp"), Some(Higher)),
+                point("slow:tcn", Some("fast:tcn"), Some(Higher)),
+            ]
+        );
+        // Merged, one run is judged against its scenario's baseline.
+        let one = load(std::slice::from_ref(&d1)).unwrap();
+        assert_eq!(
+            small_fct_verdicts(&one),
+            [
+                point("dctcp", None, None),
+                point("tcn", Some("dctcp"), Some(Higher))
+            ]
+        );
+        // --baseline is refused for runs kept apart, saying why.
+        let e = l.against(Some("fast:tcn")).err().unwrap();
+        assert!(
+            e.to_string().contains("same AQM in the first directory"),
+            "{e}"
         );
 
         // Two directories at the same D get run1, run2.
         let l = load_apart(&[same.clone(), slower.clone()], &[]).unwrap();
-        assert_eq!(l.sc.switch.aqm, ["run1:dctcp", "run2:dctcp"]);
+        assert_eq!(
+            l.sc.switch.aqm,
+            ["run1:dctcp", "run1:tcn", "run2:dctcp", "run2:tcn"]
+        );
         assert_eq!(l.sc.dilation, Some(4.0));
 
         // Bad labels and a single directory are refused, saying what to do.

@@ -15,7 +15,9 @@
 //!   every statistic and counted; a point with fewer faithful repeats than
 //!   asked says so (`short`).
 //! * **Comparisons**: every scheme against the baseline at the same sweep
-//!   value, per number: the ratio of the means with Fieller's interval, the
+//!   value ([`Against::One`]; runs kept apart by `report --compare` put
+//!   each AQM against itself in the first directory, [`Against::SameAqm`]),
+//!   per number: the ratio of the means with Fieller's interval, the
 //!   test's p-value (`[stats] test`), Holm-corrected over the schemes
 //!   compared at that point for that number, and a verdict — lower, higher,
 //!   or no difference beyond run-to-run noise. That last verdict is not
@@ -346,7 +348,10 @@ pub struct Point {
     pub recorded: usize,
     /// Every number across the faithful repeats.
     pub metrics: BTreeMap<String, Spread>,
-    /// Against the baseline (absent for the baseline itself).
+    /// The scheme it was compared with (none: it is a baseline, or its
+    /// baseline did not run at this sweep value).
+    pub baseline: Option<String>,
+    /// Against that baseline.
     pub vs_baseline: BTreeMap<String, Comparison>,
     /// Pooled distributions.
     pub pooled: Pooled,
@@ -420,7 +425,8 @@ pub struct RepeatRow {
 pub struct Summary {
     /// The scenario's name.
     pub scenario_name: String,
-    /// The AQM compared against.
+    /// What the schemes were compared with: an AQM, or for runs kept apart
+    /// `D1:<the same AQM>` (each point names its own, `points[].baseline`).
     pub baseline: String,
     /// How the scenario was scaled (`null`: at its own rate).
     pub scaling: serde_json::Value,
@@ -512,6 +518,7 @@ fn point(
             .map(|r| r.flows.len().max(r.statics.len()))
             .sum(),
         metrics,
+        baseline: None,
         vs_baseline: BTreeMap::new(),
         pooled: pooled(&faithful),
     }
@@ -551,17 +558,20 @@ fn direction(a: &Spread, b: &Spread, c: &Comparison, test: TestMethod) -> Verdic
     }
 }
 
-/// Fills `vs_baseline` of every point at `x` from the baseline's point there.
-fn compare_at(points: &mut [Point], base: usize, test: TestMethod) {
+/// Fills `baseline` and `vs_baseline` of the points `members` (at one
+/// sweep value) from the point `base`; Holm's adjustment runs over the
+/// members, per number.
+fn compare_at(points: &mut [Point], base: usize, members: &[usize], test: TestMethod) {
     let baseline = points[base].clone();
+    for &i in members {
+        points[i].baseline = Some(baseline.aqm.clone());
+    }
     let keys: Vec<&String> = baseline.metrics.keys().collect();
     for key in keys {
         let b = &baseline.metrics[key];
         let mut tested: Vec<(usize, f64)> = Vec::new();
-        for (i, p) in points.iter_mut().enumerate() {
-            if i == base {
-                continue;
-            }
+        for &i in members {
+            let p = &mut points[i];
             let Some(a) = p.metrics.get(key) else {
                 continue;
             };
@@ -609,14 +619,50 @@ pub fn aqm_order(sc: &Scenario, results: &[&ComboResult]) -> Vec<String> {
     v
 }
 
+/// What each scheme is compared with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Against<'a> {
+    /// Every scheme against this one (the scenario's baseline, or
+    /// `report --baseline`).
+    One(&'a str),
+    /// Runs kept apart by `report --compare`, whose schemes are named
+    /// `<label>:<aqm>`: each against the same AQM under the label given
+    /// here (the first directory's), `D4:tcn` against `D1:tcn` — what
+    /// dilation invariance asks. The reference label's schemes are the
+    /// baselines.
+    SameAqm(&'a str),
+}
+
+impl Against<'_> {
+    /// The scheme `aqm` is compared with; none for a baseline.
+    pub fn baseline_of(&self, aqm: &str) -> Option<String> {
+        match *self {
+            Against::One(b) => (aqm != b).then(|| b.to_owned()),
+            Against::SameAqm(reference) => {
+                let (label, a) = aqm.split_once(':')?;
+                (label != reference).then(|| format!("{reference}:{a}"))
+            }
+        }
+    }
+
+    /// `summary.json`'s `baseline`, and what the console says a ratio is
+    /// against: the AQM, or `D1:<the same AQM>`.
+    pub fn describe(&self) -> String {
+        match *self {
+            Against::One(b) => b.to_owned(),
+            Against::SameAqm(reference) => format!("{reference}:<the same AQM>"),
+        }
+    }
+}
+
 /// What a summary is made from besides the results.
 pub struct SummaryInput<'a> {
     /// The scenario (its `[stats]`, seed, AQM order).
     pub sc: &'a Scenario,
     /// Its name.
     pub name: &'a str,
-    /// The AQM to compare against.
-    pub baseline: &'a str,
+    /// What each scheme is compared with.
+    pub against: Against<'a>,
     /// How it was scaled (`null` when not).
     pub scaling: serde_json::Value,
     /// Repeats asked per (AQM, sweep tag); absent: as many as were found.
@@ -646,8 +692,16 @@ pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
                 .unwrap_or(runs.len());
             points.push(point(sc, &aqm, sweep, &runs, asked));
         }
-        if let Some(base) = points[first..].iter().position(|p| p.aqm == input.baseline) {
-            compare_at(&mut points[first..], base, sc.stats.test);
+        let here = &mut points[first..];
+        for base in 0..here.len() {
+            let members: Vec<usize> = (0..here.len())
+                .filter(|&i| {
+                    input.against.baseline_of(&here[i].aqm).as_ref() == Some(&here[base].aqm)
+                })
+                .collect();
+            if !members.is_empty() {
+                compare_at(here, base, &members, sc.stats.test);
+            }
         }
     }
     let mut repeats: Vec<RepeatRow> = results
@@ -667,7 +721,7 @@ pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
     repeats.sort_by(|a, b| a.dir.cmp(&b.dir));
     Summary {
         scenario_name: input.name.to_owned(),
-        baseline: input.baseline.to_owned(),
+        baseline: input.against.describe(),
         scaling: input.scaling.clone(),
         dilation: sc.dilation(),
         size_classes: serde_json::json!({
@@ -938,7 +992,7 @@ pub(crate) mod tests {
         SummaryInput {
             sc,
             name: "t",
-            baseline: "dctcp",
+            against: Against::One("dctcp"),
             scaling: serde_json::Value::Null,
             asked: BTreeMap::new(),
         }
