@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Phases of a static-flow run with staggered starts, over its repeats.
+
+The DiffECN scenarios (diffecn.toml, diffecn-2ms.toml, diffecn-demand.toml)
+start flows at 0, 2 and 4 s and ask how fast a newcomer reaches its share
+and how far it pulls the earlier flows down (DiffECN paper §III-A, Fig. 3-4).
+softswitch-exp's summary gives each flow's mean over its lifetime; this
+script reads the 10 ms goodput samples every repeat stored
+(`<dir>/<aqm>-r<N>/result.json`, `statics[].samples`) and prints, per AQM,
+the median [min-max] over the faithful repeats of:
+
+  phase means   each flow's mean goodput in each window (--phase A-B, s)
+  reach         after a flow starts, the first sample at >= 80 % of its own
+                mean over the window that follows its start, in ms from the
+                start (the sample's end)
+  low           the lowest sample of every earlier flow in the --low-window
+                after a later flow starts
+
+and, for each AQM against the baseline (--baseline, or summary.json's),
+Mann-Whitney's exact two-sided p over the repeats (distribution-free; with
+5 repeats a side p < 0.05 needs nearly separated ranges, and equal values
+count as ties). Unfaithful repeats (the guard's verdict in result.json) are
+left out and counted.
+
+  scripts/static-phases.py results/diffecn --phase 0.5-2 --phase 2.5-4 \
+      --phase 4.5-5.5 --low-window 0.1
+"""
+import argparse
+import glob
+import itertools
+import json
+import os
+import re
+import statistics
+
+
+def mann_whitney_exact(a, b):
+    """Two-sided exact p of the rank-sum statistic (mid-ranks for ties),
+    by enumerating every split of the pooled values."""
+    pooled = sorted(a + b)
+    ranks = {}
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j < len(pooled) and pooled[j] == pooled[i]:
+            j += 1
+        ranks[pooled[i]] = (i + j + 1) / 2.0
+        i = j
+    r = [ranks[v] for v in a + b]
+    n = len(a)
+    observed = sum(r[:n])
+    mean = n * (len(r) + 1) / 2.0
+    dev = abs(observed - mean)
+    extreme = total = 0
+    for idx in itertools.combinations(range(len(r)), n):
+        s = sum(r[k] for k in idx)
+        total += 1
+        if abs(s - mean) >= dev - 1e-9:
+            extreme += 1
+    return extreme / total
+
+
+def window_mean(samples, lo_ms, hi_ms):
+    v = [g for t, g in samples if lo_ms < t <= hi_ms]
+    return statistics.mean(v) if v else None
+
+
+def analyse(result, phases, low_window_ms, starts):
+    flows = result["statics"]
+    out = {}
+    for i, f in enumerate(flows):
+        for lo, hi in phases:
+            m = window_mean(f["samples"], lo * 1e3, hi * 1e3)
+            if m is not None:
+                out[f"F{i + 1} {lo:g}-{hi:g} s"] = m
+    for i, f in enumerate(flows):
+        st = starts[i]
+        if st <= 0:
+            continue
+        nxt = [p for p in phases if p[0] * 1e3 >= st]
+        if not nxt:
+            continue
+        lo, hi = nxt[0]
+        target = window_mean(f["samples"], lo * 1e3, hi * 1e3)
+        if target is None:
+            continue
+        reach = next(
+            (t - st for t, g in f["samples"] if t > st and g >= 0.8 * target), None
+        )
+        if reach is not None:
+            out[f"F{i + 1} reach ms"] = reach
+        for j, e in enumerate(flows):
+            if starts[j] < st:
+                w = [g for t, g in e["samples"] if st < t <= st + low_window_ms]
+                if w:
+                    key = f"F{j + 1} low after {st / 1e3:g} s"
+                    out[key] = min(out.get(key, min(w)), min(w))
+    return out
+
+
+def starts_of(result):
+    """Each flow's start, ms: its first sample's time less one interval."""
+    s = []
+    for f in result["statics"]:
+        t = [x[0] for x in f["samples"]]
+        step = t[1] - t[0] if len(t) > 1 else 10
+        s.append(round((t[0] - step) / step) * step if t else 0)
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dirs", nargs="+", help="results directories of one scenario")
+    ap.add_argument("--phase", action="append", required=True, help="window A-B in s")
+    ap.add_argument("--low-window", type=float, default=0.1, help="s after a start")
+    ap.add_argument("--baseline")
+    a = ap.parse_args()
+    phases = [tuple(float(x) for x in p.split("-")) for p in a.phase]
+    per = {}
+    left = {}
+    baseline = a.baseline
+    for d in a.dirs:
+        if baseline is None and os.path.exists(f"{d}/summary.json"):
+            baseline = json.load(open(f"{d}/summary.json"))["baseline"]
+        for rj in sorted(glob.glob(f"{d}/*-r[0-9]*/result.json")):
+            if re.search(r"\.unfaithful\d+/", rj):
+                continue
+            r = json.load(open(rj))
+            aqm = r["aqm"]
+            if not r["fidelity"]["faithful"]:
+                left[aqm] = left.get(aqm, 0) + 1
+                continue
+            res = analyse(r, phases, a.low_window * 1e3, starts_of(r))
+            for k, v in res.items():
+                per.setdefault(aqm, {}).setdefault(k, []).append(v)
+    base = per.get(baseline, {})
+    for aqm, metrics in per.items():
+        n = max(len(v) for v in metrics.values())
+        print(f"## {aqm}: {n} faithful repeats, {left.get(aqm, 0)} left out")
+        for k, v in metrics.items():
+            line = f"  {k:<22} {statistics.median(v):8.1f} [{min(v):.1f}-{max(v):.1f}]"
+            if aqm != baseline and k in base and len(v) > 1 and len(base[k]) > 1:
+                p = mann_whitney_exact(v, base[k])
+                line += f"   vs {baseline} {statistics.median(base[k]):.1f}: p = {p:.3f}"
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
