@@ -70,12 +70,14 @@ def analyse(result, phases, low_window_ms, starts):
     out = {}
     for i, f in enumerate(flows):
         for lo, hi in phases:
+            if lo * 1e3 < starts[i]:
+                continue
             m = window_mean(f["samples"], lo * 1e3, hi * 1e3)
             if m is not None:
                 out[f"F{i + 1} {lo:g}-{hi:g} s"] = m
     for i, f in enumerate(flows):
         st = starts[i]
-        if st <= 0:
+        if st < phases[0][0] * 1e3:
             continue
         nxt = [p for p in phases if p[0] * 1e3 >= st]
         if not nxt:
@@ -99,13 +101,15 @@ def analyse(result, phases, low_window_ms, starts):
 
 
 def starts_of(result):
-    """Each flow's start, ms: its first sample's time less one interval."""
-    s = []
+    """Each flow's start, ms (`start_ms`, to the sample interval: flows
+    started together differ by a millisecond or two; the samples cover the
+    whole run, zero before a flow starts)."""
+    out = []
     for f in result["statics"]:
         t = [x[0] for x in f["samples"]]
         step = t[1] - t[0] if len(t) > 1 else 10
-        s.append(round((t[0] - step) / step) * step if t else 0)
-    return s
+        out.append(round((f.get("start_ms") or 0) / step) * step)
+    return out
 
 
 def main():
