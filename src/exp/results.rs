@@ -146,7 +146,11 @@ pub struct Fidelity {
     pub faithful: bool,
     /// Why not.
     pub reasons: Vec<String>,
-    /// Largest share of backlogged link time any port lost.
+    /// Largest share of backlogged link time lost by a port the guard
+    /// judges on its share: one that lost more than
+    /// [`crate::fidelity::judged_lost_floor`] in all. A receiver's ACK port,
+    /// backlogged for microseconds, reaches "6 %" with a few of them; the
+    /// guard does not judge it, and neither does this number.
     pub max_lost_fraction: f64,
     /// Data-path stalls while frames waited, and the longest, µs.
     pub stalls: u64,
@@ -165,6 +169,12 @@ impl Fidelity {
                 ..Default::default()
             };
         };
+        // The guard's own floor, from the thresholds it reported (an older
+        // snapshot without them: the smallest floor).
+        let floor = f["thresholds"]["max_stall_ns"]
+            .as_u64()
+            .unwrap_or(0)
+            .max(crate::fidelity::MIN_JUDGED_LOST_NS);
         Fidelity {
             faithful,
             reasons: f["reasons"]
@@ -177,6 +187,7 @@ impl Fidelity {
                 .as_array()
                 .into_iter()
                 .flatten()
+                .filter(|p| p["link"]["lost_ns"].as_u64().is_none_or(|ns| ns > floor))
                 .filter_map(|p| p["link"]["lost_fraction"].as_f64())
                 .fold(0.0, f64::max),
             stalls: v["loop"]["stalls"].as_u64().unwrap_or(0),
@@ -512,6 +523,19 @@ mod tests {
             (f.max_lost_fraction, f.stalls, f.max_stall_us),
             (0.031, 12, 850.0)
         );
+        // A port that lost less link time than one tolerated stall is not
+        // judged on its share (an ACK port: 40 µs of 500 µs backlogged), and
+        // is left out; the floor is the guard's `max_stall_ns`, 5 ms here.
+        let ack_port = serde_json::json!({
+            "ports": [
+                {"link": {"lost_fraction": 0.08, "lost_ns": 40_000}},
+                {"link": {"lost_fraction": 0.012, "lost_ns": 9_000_000}},
+                {"link": {"lost_fraction": 0.5, "lost_ns": 4_000_000}},
+            ],
+            "fidelity": {"faithful": false, "reasons": [],
+                         "thresholds": {"max_stall_ns": 5_000_000}},
+        });
+        assert_eq!(Fidelity::from_snapshot(&ack_port).max_lost_fraction, 0.012);
         // An old or broken switch JSON without a verdict is not vouched for.
         let none = Fidelity::from_snapshot(&serde_json::json!({"ports": []}));
         assert!(!none.faithful && none.reasons[0].contains("no fidelity verdict"));
