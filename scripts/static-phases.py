@@ -24,8 +24,8 @@ values in src/exp/testdata/stats_reference.json, computed by scipy); with
 ties (reach times come in 10 ms steps) it is the exact conditional test on
 mid-ranks, where scipy and softswitch-exp's summary use the normal
 approximation. With 5 repeats a side p < 0.05 needs nearly separated
-ranges; fully separated gives 2/252 = 0.008. Unfaithful repeats (the guard's verdict in result.json) are
-left out and counted.
+ranges; fully separated gives 2/252 = 0.008. Unfaithful repeats (the
+guard's verdict in result.json) are left out and counted.
 
   scripts/static-phases.py results/diffecn --phase 0.5-2 --phase 2.5-4 \
       --phase 4.5-5.5 --low-window 0.1
@@ -37,6 +37,7 @@ import json
 import os
 import re
 import statistics
+import sys
 
 
 def mann_whitney_exact(a, b):
@@ -135,7 +136,7 @@ def self_test():
 
 
 def main():
-    if "--self-test" in os.sys.argv:
+    if "--self-test" in sys.argv:
         self_test()
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -171,10 +171,9 @@ impl Fidelity {
         };
         // The guard's own floor, from the thresholds it reported (an older
         // snapshot without them: the smallest floor).
-        let floor = f["thresholds"]["max_stall_ns"]
-            .as_u64()
-            .unwrap_or(0)
-            .max(crate::fidelity::MIN_JUDGED_LOST_NS);
+        let floor = crate::fidelity::judged_lost_floor(
+            f["thresholds"]["max_stall_ns"].as_u64().unwrap_or(0),
+        );
         Fidelity {
             faithful,
             reasons: f["reasons"]

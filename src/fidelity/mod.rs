@@ -257,8 +257,8 @@ pub const MIN_JUDGED_LOST_NS: Nanos = 1_000_000;
 /// make the lost-time rule stricter than the stall rule. A port busy long
 /// enough that the share matters (≥ max_stall / max_lost = 500 ms of
 /// backlog at the defaults) is judged exactly as before.
-pub fn judged_lost_floor(th: &Thresholds) -> Nanos {
-    th.max_stall_ns.max(MIN_JUDGED_LOST_NS)
+pub fn judged_lost_floor(max_stall_ns: Nanos) -> Nanos {
+    max_stall_ns.max(MIN_JUDGED_LOST_NS)
 }
 
 /// Where `stalled_ns` of stalls went, for a reason, most specific first: a
@@ -318,7 +318,7 @@ pub fn judge(
 ) -> Verdict {
     let mut reasons = Vec::new();
     for (name, f) in ports {
-        if f.lost_fraction() > th.max_lost && f.lost_ns > judged_lost_floor(th) {
+        if f.lost_fraction() > th.max_lost && f.lost_ns > judged_lost_floor(th.max_stall_ns) {
             reasons.push(format!(
                 "port {name} lost {} of its backlogged link time ({} of {}; limit {})",
                 pct(f.lost_fraction()),
@@ -462,7 +462,10 @@ mod tests {
             max_stall_ns: 100_000,
             ..th
         };
-        assert_eq!(judged_lost_floor(&strictest), MIN_JUDGED_LOST_NS);
+        assert_eq!(
+            judged_lost_floor(strictest.max_stall_ns),
+            MIN_JUDGED_LOST_NS
+        );
         assert!(judge(&[("d", link(10, 1_000, 0))], None, None, &strictest).faithful);
         assert!(!judge(&[("d", link(10, 1_001, 0))], None, None, &strictest).faithful);
     }
@@ -500,7 +503,7 @@ mod tests {
             v.reasons[0]
         );
         // The lost-time floor is one tolerated stall, so it scales too.
-        assert_eq!(judged_lost_floor(&dilated), 40 * MS);
+        assert_eq!(judged_lost_floor(dilated.max_stall_ns), 40 * MS);
         // D = 1 changes nothing.
         let one = crate::timebase::Dilation::new(1.0).unwrap();
         assert_eq!(th.dilated(one), th);
