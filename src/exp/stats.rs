@@ -164,10 +164,11 @@ fn welch_df(va: f64, na: usize, vb: f64, nb: usize) -> f64 {
 }
 
 /// Welch's two-sided t-test of equal means; `None` unless both samples
-/// have at least two values. Two samples without spread: p = 1 when their
-/// means are equal, 0 when not.
+/// have at least two values, and `None` for two samples without spread
+/// (no test can weigh them: report them as identical or not, see
+/// [`no_spread`]).
 pub fn welch(a: &[f64], b: &[f64]) -> Option<TestOutcome> {
-    if a.len() < 2 || b.len() < 2 {
+    if a.len() < 2 || b.len() < 2 || (no_spread(a).is_some() && no_spread(b).is_some()) {
         return None;
     }
     let (va, vb) = (
@@ -177,13 +178,10 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<TestOutcome> {
     let diff = mean(a) - mean(b);
     let df = welch_df(va, a.len(), vb, b.len());
     let se = (va + vb).sqrt();
-    let t = if se > 0.0 {
-        diff / se
-    } else if diff == 0.0 {
-        0.0
-    } else {
-        diff.signum() * f64::INFINITY
-    };
+    if se == 0.0 {
+        return None;
+    }
+    let t = diff / se;
     Some(TestOutcome {
         statistic: t,
         p: t_two_sided_p(t, df),
@@ -286,6 +284,236 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<TestOutcome> {
         df: None,
         exact: Some(false),
     })
+}
+
+/// Paired t-test (`scipy.stats.ttest_rel`): Student's one-sample t on the
+/// per-pair differences `d` against 0, two-sided, n − 1 degrees of
+/// freedom. `None` with fewer than two pairs, or when the differences have
+/// no spread (every pair differs by the same amount: no test can weigh
+/// that, see [`no_spread`]).
+pub fn paired_t(d: &[f64]) -> Option<TestOutcome> {
+    let s = sd(d);
+    if d.len() < 2 || no_spread(d).is_some() || s == 0.0 || !s.is_finite() {
+        return None;
+    }
+    let df = (d.len() - 1) as f64;
+    let t = mean(d) / (s / (d.len() as f64).sqrt());
+    Some(TestOutcome {
+        statistic: t,
+        p: t_two_sided_p(t, df),
+        df: Some(df),
+        exact: None,
+    })
+}
+
+/// Whether samples without spread can be told apart: `Some(true)` when the
+/// values (or per-pair differences) are all equal to each other and
+/// identical across the sides, `Some(false)` when they differ by a
+/// constant, `None` when there is spread (a test applies). A sample
+/// without spread is not infinitely precise — quantised counters
+/// (goodput to 0.1 Mbit/s, drops in whole packets) often repeat exactly —
+/// so two spread-free samples are reported as identical or not, never
+/// with p = 0.
+pub fn no_spread(d: &[f64]) -> Option<bool> {
+    let first = *d.first()?;
+    d.iter().all(|&x| x == first).then_some(first == 0.0)
+}
+
+/// Ranks 1..=n's exact null distribution for the signed-rank statistic:
+/// how many of the 2ⁿ sign assignments give each W⁺ = 0..=n(n+1)/2.
+fn signed_rank_counts(n: usize) -> Vec<u128> {
+    let max = n * (n + 1) / 2;
+    let mut c = vec![0u128; max + 1];
+    c[0] = 1;
+    for rank in 1..=n {
+        for w in (rank..=max).rev() {
+            c[w] += c[w - rank];
+        }
+    }
+    c
+}
+
+/// Largest number of non-zero differences the signed-rank distribution is
+/// counted for (2⁶⁰ assignments still fit a u128 sum many times over).
+const SIGNED_RANK_EXACT_MAX_N: usize = 60;
+
+/// Wilcoxon's signed-rank test on per-pair differences `d`, two-sided
+/// (`scipy.stats.wilcoxon` with `zero_method="wilcox"`,
+/// `correction=False`): zero differences are dropped, the rest ranked by
+/// |d|; exact (the distribution counted over all sign assignments) when no
+/// |d| is tied and none was zero, else the normal approximation with the
+/// tie correction of the variance. The statistic is min(W⁺, W⁻), as
+/// scipy reports it. With n pairs the smallest possible two-sided p is
+/// 2/2ⁿ: 0.0625 with 5 pairs, so 5 repeats cannot reach p < 0.05 with it
+/// (6 pairs: 0.031). `None` when every difference is zero.
+pub fn wilcoxon_signed_rank(d: &[f64]) -> Option<TestOutcome> {
+    let nz: Vec<f64> = d.iter().copied().filter(|&x| x != 0.0).collect();
+    let n = nz.len();
+    if n == 0 {
+        return None;
+    }
+    let abs: Vec<f64> = nz.iter().map(|x| x.abs()).collect();
+    let (r, ties) = ranks(&abs);
+    let w_plus: f64 = r
+        .iter()
+        .zip(&nz)
+        .filter(|(_, &x)| x > 0.0)
+        .map(|(r, _)| r)
+        .sum();
+    let nf = n as f64;
+    let total = nf * (nf + 1.0) / 2.0;
+    let w = w_plus.min(total - w_plus);
+    let zeros = d.len() - n;
+    if ties == 0.0 && zeros == 0 && n <= SIGNED_RANK_EXACT_MAX_N {
+        let counts = signed_rank_counts(n);
+        let all: u128 = counts.iter().sum();
+        let lower: u128 = counts[..=(w as usize)].iter().sum();
+        return Some(TestOutcome {
+            statistic: w,
+            p: (2.0 * lower as f64 / all as f64).min(1.0),
+            df: None,
+            exact: Some(true),
+        });
+    }
+    let var = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0 - ties / 48.0;
+    let p = if var > 0.0 {
+        let z = (w_plus - total / 2.0) / var.sqrt();
+        statrs::function::erf::erfc(z.abs() / std::f64::consts::SQRT_2)
+    } else {
+        1.0
+    };
+    Some(TestOutcome {
+        statistic: w,
+        p: p.clamp(0.0, 1.0),
+        df: None,
+        exact: Some(false),
+    })
+}
+
+/// How two paired samples are compared ([`paired_ratio`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairedScale {
+    /// Per-pair log-ratios ln(aᵢ/bᵢ): every value on both sides is > 0.
+    /// The estimate is the geometric mean of the per-pair ratios.
+    LogRatio,
+    /// Per-pair differences aᵢ − bᵢ (some value is 0: a count of drops or
+    /// RTOs). The estimate is the ratio of the means, with Fieller's
+    /// interval for correlated means.
+    Difference,
+}
+
+/// Two paired samples compared per pair.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Paired {
+    /// The scale the pairs were compared on.
+    pub scale: PairedScale,
+    /// The per-pair values tested: log-ratios or differences.
+    pub d: Vec<f64>,
+    /// The ratio (geometric mean of the per-pair ratios on the log scale,
+    /// ratio of the means on the difference scale; `None` when b̄ = 0).
+    pub ratio: Ratio,
+    /// The paired t-test on `d` (`None`: fewer than two pairs, or no
+    /// spread).
+    pub t: Option<TestOutcome>,
+    /// Wilcoxon's signed-rank test on `d`.
+    pub signed_rank: Option<TestOutcome>,
+    /// `Some(identical)` when `d` has no spread ([`no_spread`]).
+    pub no_spread: Option<bool>,
+}
+
+/// Compares `a` with `b` pair by pair (`a[i]` and `b[i]` ran the same
+/// seed): on log-ratios when every value is positive — FCTs, goodput,
+/// sojourn times, whose differences between seeds are multiplicative (a
+/// heavy flow mix lifts every scheme's FCT by a factor) — else on
+/// differences. Either way the ratio's 95 % interval excludes 1 exactly
+/// when the paired t-test on the same scale rejects at 5 %: on the log
+/// scale it is exp(mean ± t·s/√n) of the log-ratios; on the difference
+/// scale it is Fieller's interval for two correlated means, the set of r
+/// with (ā − r·b̄)² ≤ t²·s²(a − r·b)/n, n − 1 degrees of freedom.
+pub fn paired_ratio(a: &[f64], b: &[f64]) -> Paired {
+    assert_eq!(a.len(), b.len(), "paired samples have equal lengths");
+    let n = a.len();
+    let positive = a.iter().chain(b).all(|&x| x > 0.0 && x.is_finite());
+    let scale = if positive {
+        PairedScale::LogRatio
+    } else {
+        PairedScale::Difference
+    };
+    let d: Vec<f64> = match scale {
+        PairedScale::LogRatio => a.iter().zip(b).map(|(x, y)| (x / y).ln()).collect(),
+        PairedScale::Difference => a.iter().zip(b).map(|(x, y)| x - y).collect(),
+    };
+    let no_spread = no_spread(&d);
+    let ratio = match scale {
+        PairedScale::LogRatio => {
+            let m = mean(&d);
+            let interval = if n >= 2 {
+                let half = t_critical((n - 1) as f64) * sd(&d) / (n as f64).sqrt();
+                Some(((m - half).exp(), (m + half).exp()))
+            } else {
+                None
+            };
+            Ratio {
+                estimate: (n > 0).then(|| m.exp()),
+                interval,
+            }
+        }
+        PairedScale::Difference => paired_fieller(a, b),
+    };
+    Paired {
+        scale,
+        t: paired_t(&d),
+        signed_rank: wilcoxon_signed_rank(&d),
+        d,
+        ratio,
+        no_spread,
+    }
+}
+
+/// `mean(a) / mean(b)` of paired samples with Fieller's interval for
+/// correlated means (n − 1 degrees of freedom).
+fn paired_fieller(a: &[f64], b: &[f64]) -> Ratio {
+    let n = a.len();
+    let (ma, mb) = (mean(a), mean(b));
+    let estimate = (n > 0 && mb != 0.0).then(|| ma / mb);
+    if n < 2 {
+        return Ratio {
+            estimate,
+            interval: None,
+        };
+    }
+    let nf = n as f64;
+    let cov = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - ma) * (y - mb))
+        .sum::<f64>()
+        / (nf - 1.0);
+    let (va, vb, c) = (sd(a).powi(2) / nf, sd(b).powi(2) / nf, cov / nf);
+    if va == 0.0 && vb == 0.0 {
+        return Ratio {
+            estimate,
+            interval: estimate.map(|r| (r, r)),
+        };
+    }
+    let t2 = t_critical(nf - 1.0).powi(2);
+    // (b̄² − t²v_b) r² − 2(ā b̄ − t²c) r + (ā² − t²v_a) ≤ 0
+    let qa = mb * mb - t2 * vb;
+    let qb = ma * mb - t2 * c;
+    let qc = ma * ma - t2 * va;
+    let disc = qb * qb - qa * qc;
+    if qa <= 0.0 || disc < 0.0 {
+        return Ratio {
+            estimate,
+            interval: None,
+        };
+    }
+    let half = disc.sqrt();
+    Ratio {
+        estimate,
+        interval: Some(((qb - half) / qa, (qb + half) / qa)),
+    }
 }
 
 /// The ratio of two means and its Fieller interval.
@@ -396,10 +624,26 @@ mod tests {
     }
 
     #[test]
-    fn welch_without_spread() {
-        assert_eq!(welch(&[3.0, 3.0], &[3.0, 3.0]).unwrap().p, 1.0);
-        assert_eq!(welch(&[0.0, 0.0, 0.0], &[2.0, 2.0]).unwrap().p, 0.0);
+    fn no_test_without_spread() {
+        // Two quantised samples that repeat exactly are not infinitely
+        // significant: no p at all, and the caller says identical or not.
+        assert!(welch(&[3.0, 3.0], &[3.0, 3.0]).is_none());
+        assert!(welch(&[939.0, 939.0, 939.0], &[938.9, 938.9]).is_none());
         assert!(welch(&[1.0], &[1.0, 2.0]).is_none());
+        assert!(welch(&[1.0, 2.0], &[5.0, 5.0]).is_some());
+        assert_eq!(no_spread(&[0.0, 0.0, 0.0]), Some(true));
+        assert_eq!(no_spread(&[-0.1, -0.1]), Some(false));
+        assert_eq!(no_spread(&[0.1, 0.2]), None);
+        assert!(paired_t(&[0.1, 0.1, 0.1]).is_none());
+        let p = paired_ratio(&[939.0, 939.0, 939.0], &[938.9, 938.9, 938.9]);
+        assert_eq!(p.no_spread, Some(false));
+        assert!(p.t.is_none());
+        let p = paired_ratio(&[0.0, 0.0], &[0.0, 0.0]);
+        assert_eq!(
+            (p.scale, p.no_spread),
+            (PairedScale::Difference, Some(true))
+        );
+        assert!(p.signed_rank.is_none());
     }
 
     #[test]
@@ -411,6 +655,66 @@ mod tests {
             close(m.statistic, case["u"].as_f64().unwrap(), name);
             close(m.p, case["p"].as_f64().unwrap(), name);
         }
+    }
+
+    #[test]
+    fn paired_comparisons_match_scipy() {
+        for case in reference()["paired"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let p = paired_ratio(&floats(&case["a"]), &floats(&case["b"]));
+            let scale = serde_json::to_value(p.scale).unwrap();
+            assert_eq!(scale, case["scale"], "{name}");
+            close(
+                p.ratio.estimate.unwrap(),
+                case["ratio"].as_f64().unwrap(),
+                name,
+            );
+            let (lo, hi) = p.ratio.interval.unwrap();
+            let want = floats(&case["ci"]);
+            close(lo, want[0], name);
+            close(hi, want[1], name);
+            let t = p.t.unwrap();
+            close(t.statistic, case["t"].as_f64().unwrap(), name);
+            close(t.p, case["p"].as_f64().unwrap(), name);
+            // The interval excludes 1 exactly when the paired t rejects.
+            assert_eq!(t.p < 1.0 - LEVEL, !(lo..=hi).contains(&1.0), "{name}");
+            let sr = p.signed_rank.unwrap();
+            let want = &case["signed_rank"];
+            close(sr.statistic, want["w"].as_f64().unwrap(), name);
+            close(sr.p, want["p"].as_f64().unwrap(), name);
+            assert_eq!(sr.exact, want["exact"].as_bool(), "{name}");
+        }
+    }
+
+    #[test]
+    fn pairing_removes_the_seed_effect() {
+        // Fully separated per seed, but one seed lifts both schemes: as
+        // independent samples Welch cannot tell them apart, per seed the
+        // paired test can.
+        let a = [38.0, 30.0, 265.0, 41.0, 35.0];
+        let b = [3.0, 2.8, 5.4, 3.1, 2.9];
+        assert!(welch(&a, &b).unwrap().p > 0.05);
+        assert!(paired_ratio(&a, &b).t.unwrap().p < 0.001);
+    }
+
+    #[test]
+    fn signed_rank_matches_scipy() {
+        for case in reference()["signed_rank"].as_array().unwrap() {
+            let name = case["name"].as_str().unwrap();
+            let w = wilcoxon_signed_rank(&floats(&case["d"])).unwrap();
+            assert_eq!(w.exact, case["exact"].as_bool(), "{name}");
+            close(w.statistic, case["w"].as_f64().unwrap(), name);
+            close(w.p, case["p"].as_f64().unwrap(), name);
+        }
+        // The floor: all n differences of one sign, 2 / 2^n.
+        let floor = |n: usize| {
+            wilcoxon_signed_rank(&(1..=n).map(|i| i as f64).collect::<Vec<_>>())
+                .unwrap()
+                .p
+        };
+        close(floor(5), 0.0625, "5 pairs");
+        close(floor(6), 0.03125, "6 pairs");
+        assert!(wilcoxon_signed_rank(&[0.0, 0.0]).is_none());
     }
 
     #[test]
