@@ -23,7 +23,9 @@
 //!
 //! And it embeds the git commit being built (`SOFTSWITCH_GIT_COMMIT`, read
 //! from the repository's files without running git; "unknown" outside a
-//! checkout), rebuilt when HEAD or the branch it points to moves.
+//! checkout), rebuilt when HEAD or the branch it points to moves, and
+//! whether the sources differ from it (`SOFTSWITCH_GIT_DIRTY`: `git status`
+//! over the source paths, re-checked when they or the index change).
 
 use std::{
     env,
@@ -249,11 +251,55 @@ fn compile_bpf(out_dir: &Path, source: &str, obj: &Path) -> Result<(), String> {
 fn embed_git_commit() {
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let (commit, watch) = git_head(&manifest_dir).unwrap_or_else(|| ("unknown".into(), vec![]));
+    let (commit, mut watch) = git_head(&manifest_dir).unwrap_or_else(|| ("unknown".into(), vec![]));
+    let dirty = if commit == "unknown" {
+        "unknown"
+    } else {
+        // The index moves on every add and commit; the sources on every
+        // edit: either may change what `git status` says.
+        if let Some(index) = watch.first().and_then(|head| head.parent()) {
+            watch.push(index.join("index"));
+        }
+        watch.extend(SOURCES.iter().map(|p| manifest_dir.join(p)));
+        sources_dirty(&manifest_dir)
+    };
     for path in watch.iter().filter(|p| p.exists()) {
         println!("cargo:rerun-if-changed={}", path.display());
     }
     println!("cargo:rustc-env=SOFTSWITCH_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=SOFTSWITCH_GIT_DIRTY={dirty}");
+}
+
+/// What the binaries are built from: a change to any of these (tracked)
+/// makes the build "dirty" — not the same as the commit it names.
+const SOURCES: &[&str] = &[
+    "src",
+    "bpf",
+    "xdp-prog/src",
+    "build.rs",
+    "Cargo.toml",
+    "Cargo.lock",
+];
+
+/// "true" when a tracked file of [`SOURCES`] differs from HEAD (staged or
+/// not), "false" when none does, "unknown" without git.
+fn sources_dirty(repo: &Path) -> &'static str {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["status", "--porcelain", "--untracked-files=no", "--"])
+        .args(SOURCES)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            if o.stdout.iter().all(|b| b.is_ascii_whitespace()) {
+                "false"
+            } else {
+                "true"
+            }
+        }
+        _ => "unknown",
+    }
 }
 
 /// HEAD's commit and the files that say it (HEAD, the branch's ref,

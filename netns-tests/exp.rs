@@ -465,6 +465,64 @@ fn an_unfaithful_combination_is_kept_aside_and_run_again() {
         "{}",
         summary["points"][0]
     );
+    // The attempts set aside are counted where the faithful count is.
+    let attempts = &summary["points"][0]["attempts"];
+    assert_eq!(attempts["set_aside"], aside.len() as u64, "{attempts}");
+    assert_eq!(attempts["first"], 0, "{attempts}");
+    assert_eq!(
+        (
+            attempts["after_retry"].as_u64(),
+            attempts["left_out"].as_u64()
+        ),
+        if faithful(&last) {
+            (Some(1), Some(0))
+        } else {
+            (Some(0), Some(1))
+        },
+        "{attempts}"
+    );
+    assert_eq!(summary["repeats"][0]["retried"], aside.len() as u64);
+    assert_eq!(report.faithful, faithful(&last));
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
+/// `softswitch-exp run` exits 3 when a kept repeat is NOT FAITHFUL (its
+/// results written), 0 with `--allow-unfaithful`.
+#[test]
+fn a_run_that_is_not_faithful_exits_3() {
+    if skip_unless_root("a_run_that_is_not_faithful_exits_3") {
+        return;
+    }
+    let _g = serial();
+    let (opts, _prefix) = exp_options("exit3");
+    std::fs::create_dir_all(&opts.out).unwrap();
+    let file = opts.out.join("never-faithful.toml");
+    std::fs::write(&file, NEVER_FAITHFUL).unwrap();
+    let exe = env!("CARGO_BIN_EXE_softswitch-exp");
+    for (extra, want) in [(None, 3), (Some("--allow-unfaithful"), 0)] {
+        let out = opts.out.join(format!("run-{want}"));
+        let o = std::process::Command::new(exe)
+            .args(["run", "--no-progress", "--out"])
+            .arg(&out)
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let summary = read_json(&out.join("summary.json"));
+        assert_eq!(
+            summary["faithful"], false,
+            "a run with no stall allowed was held faithful: {text}"
+        );
+        assert_eq!(o.status.code(), Some(want), "{extra:?}: {text}");
+        if want == 3 {
+            assert!(text.contains("NOT FAITHFUL"), "{text}");
+        }
+    }
     std::fs::remove_dir_all(&opts.out).unwrap();
 }
 

@@ -25,11 +25,22 @@ Examples:
   sudo softswitch --topology leafspine.toml --ports $(sudo softswitch topo up --topology leafspine.toml)
 
   # live counters of a running switch:
-  sudo softswitch stats";
+  sudo softswitch stats
+
+Exit status:
+  0  done; a switch run's fidelity guard found it faithful
+  1  error (the message says what to do)
+  2  bad command line
+  3  the switch ran, but the fidelity guard said NOT FAITHFUL: its numbers
+     are not the emulated link's (--allow-unfaithful: exit 0)";
+
+/// Exit status of a run the fidelity guard called NOT FAITHFUL (the same
+/// for `softswitch` and `softswitch-exp run`).
+pub const EXIT_NOT_FAITHFUL: u8 = 3;
 
 /// A software datacenter switch for AQM / ECN research.
 #[derive(Parser, Debug)]
-#[command(name = "softswitch", version, about, after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
+#[command(name = "softswitch", version = crate::VERSION_LONG, about, after_help = EXAMPLES, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// Switch settings (when no subcommand is given): every flag of
     /// [`Options`], which the config file may also set.

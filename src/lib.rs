@@ -12,6 +12,34 @@
 /// The git commit this softswitch was built from ("unknown" outside a checkout).
 pub const BUILD_COMMIT: &str = env!("SOFTSWITCH_GIT_COMMIT");
 
+/// Whether the sources it was built from differed from [`BUILD_COMMIT`]
+/// (`"true"`, `"false"`, or `"unknown"` without git).
+pub const BUILD_DIRTY: &str = env!("SOFTSWITCH_GIT_DIRTY");
+
+/// `--version` of every binary: the package version, the commit and
+/// whether the sources differed from it.
+pub const VERSION_LONG: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SOFTSWITCH_GIT_COMMIT"),
+    ", sources dirty: ",
+    env!("SOFTSWITCH_GIT_DIRTY"),
+    ")"
+);
+
+/// The build, as JSON reports carry it.
+pub fn build_info() -> serde_json::Value {
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "git_commit": BUILD_COMMIT,
+        "git_dirty": match BUILD_DIRTY {
+            "true" => serde_json::Value::Bool(true),
+            "false" => serde_json::Value::Bool(false),
+            _ => serde_json::Value::Null,
+        },
+    })
+}
+
 pub mod aqm;
 pub mod bridge;
 pub mod capture;

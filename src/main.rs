@@ -16,10 +16,10 @@ fn main() -> ExitCode {
     let r = match cli.command {
         Some(Command::Topo {
             action: TopoAction::Up(a),
-        }) => topo_up(&a),
+        }) => topo_up(&a).map(Outcome::from),
         Some(Command::Topo {
             action: TopoAction::Down { prefix },
-        }) => topo_down(&prefix),
+        }) => topo_down(&prefix).map(Outcome::from),
         Some(Command::Topo {
             action: TopoAction::List,
         }) => {
@@ -29,13 +29,14 @@ fn main() -> ExitCode {
                     t.prefix, t.hosts, t.cc, t.pid
                 );
             }
-            Ok(())
+            Ok(Outcome::Done)
         }
-        Some(Command::Stats { socket, json }) => show_stats(&socket, json),
+        Some(Command::Stats { socket, json }) => show_stats(&socket, json).map(Outcome::from),
         None => run_switch(&cli.run),
     };
     match r {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::NotFaithful) => ExitCode::from(softswitch::cli::EXIT_NOT_FAITHFUL),
         Err(e) => {
             eprintln!("softswitch: error: {e:#}");
             ExitCode::FAILURE
@@ -43,12 +44,27 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_switch(args: &config::Options) -> Result<()> {
+/// How a command ended, when it did not fail.
+enum Outcome {
+    /// As asked.
+    Done,
+    /// The switch ran, but the fidelity guard said NOT FAITHFUL: its
+    /// numbers are not the emulated link's.
+    NotFaithful,
+}
+
+impl From<()> for Outcome {
+    fn from(_: ()) -> Self {
+        Outcome::Done
+    }
+}
+
+fn run_switch(args: &config::Options) -> Result<Outcome> {
     let settings = match config::resolve(args) {
         // `--aqm-opt help=1`: the AQM's keys, on stdout.
         Err(config::ConfigError::Help(keys)) => {
             print!("{keys}");
-            return Ok(());
+            return Ok(Outcome::Done);
         }
         resolved => resolved?,
     };
@@ -82,7 +98,12 @@ fn run_switch(args: &config::Options) -> Result<()> {
             c["failures"]
         );
     }
-    Ok(())
+    let faithful = rep.snapshot["fidelity"]["faithful"].as_bool() != Some(false);
+    Ok(if faithful || settings.allow_unfaithful {
+        Outcome::Done
+    } else {
+        Outcome::NotFaithful
+    })
 }
 
 fn topo_up(a: &TopoUpArgs) -> Result<()> {

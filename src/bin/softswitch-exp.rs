@@ -14,8 +14,8 @@ use softswitch::timebase::Dilation;
 /// of a scenario's sweep; results, summaries and plots in one directory.
 #[derive(Parser, Debug)]
 #[command(
-    version,
-    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast --repeat 5\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig1.toml --dilation 4\n  sudo softswitch-exp calibrate scenarios/tcn-fig5.toml --by rate\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp report results/incast --baseline tcn\n  softswitch-exp report --compare results/d1 results/d4 --out results/d1-vs-d4\n  softswitch-exp check scenarios/static-flows.toml"
+    version = softswitch::VERSION_LONG,
+    after_help = "Examples:\n  sudo softswitch-exp run scenarios/websearch.toml --quick\n  sudo softswitch-exp run scenarios/incast.toml --out results/incast --repeat 5\n  sudo softswitch-exp calibrate scenarios/tcn-fig1.toml --run\n  sudo softswitch-exp run scenarios/tcn-fig1.toml --dilation 4\n  sudo softswitch-exp calibrate scenarios/tcn-fig5.toml --by rate\n  sudo softswitch-exp run scenarios/tcn-fig5.toml --rate 500mbit\n  softswitch-exp report results/incast --baseline tcn\n  softswitch-exp report --compare results/d1 results/d4 --out results/d1-vs-d4\n  softswitch-exp check scenarios/static-flows.toml\n\nExit status:\n  0    done (run: every kept repeat faithful)\n  1    error\n  2    bad command line or scenario\n  3    run: results written, but a kept repeat was NOT FAITHFUL (--allow-unfaithful: 0)\n  130  interrupted (Ctrl-C)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -74,6 +74,11 @@ enum Cmd {
         /// record D. 1 = real time.
         #[arg(long, value_name = "D")]
         dilation: Option<String>,
+        /// Exit 0 even when a kept repeat is NOT FAITHFUL (by default the
+        /// run exits 3 then: results are written, but some of its numbers
+        /// are not the emulated link's).
+        #[arg(long)]
+        allow_unfaithful: bool,
     },
     /// Rebuild summary.json, stats.csv and the figures of existing results
     /// from what each repeat stored, without running anything (no root);
@@ -99,6 +104,12 @@ enum Cmd {
         /// (default `D<d>` when D differs, else the rate, else run1, run2, …).
         #[arg(long, value_name = "NAME", requires = "compare")]
         label: Vec<String>,
+        /// Compare with this test instead of the scenario's `[stats] test`:
+        /// paired (per seed, the default), wilcoxon (per seed), welch or
+        /// mann-whitney (unpaired) — to re-analyse results made with
+        /// another.
+        #[arg(long, value_name = "TEST")]
+        test: Option<String>,
     },
     /// Find how this machine runs the scenario faithfully (root): by
     /// default the smallest time dilation D (1, 2, 4, 8, …, or from
@@ -204,8 +215,14 @@ fn need_root(what: &str) -> Result<(), ExitCode> {
     Err(ExitCode::from(2))
 }
 
-/// Runs `sc` and prints what it produced.
-fn run_and_report(sc: &Scenario, name: &str, opts: &RunOptions) -> ExitCode {
+/// Runs `sc` and prints what it produced; exit status 3 when a kept repeat
+/// is not faithful, unless `allow_unfaithful`.
+fn run_and_report(
+    sc: &Scenario,
+    name: &str,
+    opts: &RunOptions,
+    allow_unfaithful: bool,
+) -> ExitCode {
     if let Some(s) = &opts.scaling {
         println!(
             "scaled from {} to {} (×{:.3}): {}",
@@ -230,7 +247,16 @@ fn run_and_report(sc: &Scenario, name: &str, opts: &RunOptions) -> ExitCode {
                 r.out.display()
             );
             print_outcome(&r.console, &r.notes, &r.plots);
-            ExitCode::SUCCESS
+            if r.faithful || allow_unfaithful {
+                ExitCode::SUCCESS
+            } else {
+                println!(
+                    "softswitch-exp: NOT FAITHFUL: a repeat kept in {} was judged unfaithful (see the notes above); exit status {}",
+                    r.out.display(),
+                    softswitch::cli::EXIT_NOT_FAITHFUL
+                );
+                ExitCode::from(softswitch::cli::EXIT_NOT_FAITHFUL)
+            }
         }
         Err(e) => interrupted_or_failed(&e, opts),
     }
@@ -255,6 +281,7 @@ fn report(
     baseline: Option<String>,
     out: Option<PathBuf>,
     apart: Option<Vec<String>>,
+    test: Option<exp::scenario::TestMethod>,
 ) -> ExitCode {
     let out = match (out, dirs.as_slice()) {
         (Some(o), _) => o,
@@ -269,7 +296,13 @@ fn report(
     let loaded = match &apart {
         Some(labels) => exp::report::load_apart(&dirs, labels),
         None => exp::report::load(&dirs),
-    };
+    }
+    .map(|mut l| {
+        if let Some(t) = test {
+            l.sc.stats.test = t;
+        }
+        l
+    });
     let result = loaded.and_then(|loaded| exp::report::write(&out, &loaded, baseline.as_deref()));
     match result {
         Ok(r) => {
@@ -321,6 +354,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             first_repeat,
             retry_unfaithful,
             dilation,
+            allow_unfaithful,
         } => {
             let mut sc = load(&scenario)?;
             if let Some(d) = dilation {
@@ -356,7 +390,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
                 sc = s;
                 opts.scaling = Some(how);
             }
-            Ok(run_and_report(&sc, &name, &opts))
+            Ok(run_and_report(&sc, &name, &opts, allow_unfaithful))
         }
         Cmd::Report {
             dirs,
@@ -364,7 +398,17 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             out,
             compare,
             label,
-        } => Ok(report(dirs, baseline, out, compare.then_some(label))),
+            test,
+        } => {
+            let test = test
+                .map(|t| t.parse::<exp::scenario::TestMethod>())
+                .transpose()
+                .map_err(|e| {
+                    eprintln!("softswitch-exp: --test: {e}");
+                    ExitCode::from(2)
+                })?;
+            Ok(report(dirs, baseline, out, compare.then_some(label), test))
+        }
         Cmd::Calibrate {
             scenario,
             out,
@@ -489,7 +533,7 @@ fn calibrate_with<C: serde::Serialize>(
     let (sc, scaling) = chosen(sc, &cal)?;
     let mut opts = options(scenario, out.join("run"), false, !flags.no_progress);
     opts.scaling = scaling;
-    Ok(run_and_report(&sc, &name, &opts))
+    Ok(run_and_report(&sc, &name, &opts, false))
 }
 
 /// `softswitch-exp calibrate` (`--by dilation`), and with `--run` the run

@@ -38,7 +38,7 @@ use softswitch::units::{parse_duration, parse_rate, parse_size, Rate};
 #[derive(Parser)]
 #[command(
     name = "softswitch-tg",
-    version,
+    version = softswitch::VERSION_LONG,
     about = "Traffic generator for softswitch experiments (TrafficGenerator-compatible workloads on kernel TCP)"
 )]
 struct Cli {

@@ -122,6 +122,7 @@ pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
         duration_ns,
         ageing_ns: data_path.ageing_ns,
         json: flags.json,
+        allow_unfaithful: flags.allow_unfaithful,
         nice: data_path.nice,
         cpu: data_path.cpu,
         poll: data_path.poll,

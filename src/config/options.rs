@@ -223,6 +223,11 @@ pub struct Options {
     #[arg(long)]
     #[serde(skip)]
     pub json: bool,
+    /// Exit 0 even when the fidelity guard says NOT FAITHFUL (by default
+    /// such a run exits 3: its numbers are not the emulated link's).
+    #[arg(long)]
+    #[serde(skip)]
+    pub allow_unfaithful: bool,
     /// Fidelity guard: a run is not faithful when a port loses more than this share of the link time it was backlogged for (default 1%).
     #[arg(long, value_name = "SHARE")]
     pub max_lost: Option<String>,

@@ -46,6 +46,8 @@ pub struct Settings {
     pub ageing_ns: Nanos,
     /// Print JSON counters on exit.
     pub json: bool,
+    /// Exit 0 on a NOT FAITHFUL verdict (`--allow-unfaithful`).
+    pub allow_unfaithful: bool,
     /// Nice value of the data path.
     pub nice: i32,
     /// CPU the data path is pinned to (resolved at start against the CPUs

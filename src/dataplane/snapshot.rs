@@ -297,6 +297,7 @@ impl Snapshot {
         if !self.dilation.is_none() {
             v["fidelity"]["time"] = json!("real");
         }
+        v["build"] = crate::build_info();
         v
     }
 }

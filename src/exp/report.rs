@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::figures::{self, FigureInput};
 use super::results::{ComboResult, StoredResult};
-use super::scenario::{Scenario, SweepValue};
+use super::scenario::{Scenario, SweepValue, TestMethod};
 use super::summary::{self, metric_info, Against, Summary, SummaryInput};
 
 /// A results directory (or several merged) as read back.
@@ -47,6 +47,9 @@ struct Manifest {
     scaling: Value,
     /// (AQM, sweep value, directory) of every combination asked for.
     combos: Vec<(String, SweepValue, String)>,
+    /// Unfaithful attempts set aside per combination directory
+    /// (`retried`).
+    retried: BTreeMap<String, u32>,
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
@@ -71,11 +74,18 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
         .into_iter()
         .map(|c| (c.aqm, c.sweep, c.dir))
         .collect();
+    let mut retried: BTreeMap<String, u32> = BTreeMap::new();
+    for r in v["retried"].as_array().into_iter().flatten() {
+        if let Some(d) = r["dir"].as_str() {
+            *retried.entry(d.to_owned()).or_default() += 1;
+        }
+    }
     Ok(Manifest {
         sc,
         name: v["scenario_name"].as_str().unwrap_or("scenario").to_owned(),
         scaling: v["scaling"].clone(),
         combos,
+        retried,
     })
 }
 
@@ -90,12 +100,12 @@ fn mergeable(sc: &Scenario) -> Scenario {
 
 /// The directories of the combinations the manifest lists that completed
 /// (have a `result.json`), sorted: nothing else in `dir` is read.
-fn combo_dirs(dir: &Path, m: &Manifest) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = m
+fn combo_dirs<'m>(dir: &Path, m: &'m Manifest) -> Vec<(&'m str, PathBuf)> {
+    let mut v: Vec<(&str, PathBuf)> = m
         .combos
         .iter()
-        .map(|c| dir.join(&c.2))
-        .filter(|p| p.join("result.json").is_file())
+        .map(|c| (c.2.as_str(), dir.join(&c.2)))
+        .filter(|(_, p)| p.join("result.json").is_file())
         .collect();
     v.sort();
     v
@@ -132,9 +142,10 @@ impl Loaded {
     /// repeats it asked for, each AQM named by `name` (the identity when
     /// merging, `<label>:<aqm>` when comparing apart).
     fn add_dir(&mut self, dir: &Path, m: &Manifest, name: impl Fn(&str) -> String) -> Result<()> {
-        for d in combo_dirs(dir, m) {
+        for (combo, d) in combo_dirs(dir, m) {
             let mut s = StoredResult::load(&d).map_err(|e| anyhow!(e))?;
             s.result.aqm = name(&s.result.aqm);
+            s.result.retried = m.retried.get(combo).copied().unwrap_or(0);
             self.results.push(s);
         }
         for (aqm, sweep, _) in &m.combos {
@@ -392,6 +403,10 @@ struct StatsRow<'a> {
     what: String,
     repeats_asked: usize,
     repeats_faithful: usize,
+    first_attempt: usize,
+    after_retry: usize,
+    left_out: usize,
+    attempts_set_aside: usize,
     n: usize,
     median: f64,
     min: f64,
@@ -400,13 +415,20 @@ struct StatsRow<'a> {
     sd: f64,
     ci95_lo: Option<f64>,
     ci95_hi: Option<f64>,
+    pooled: Option<f64>,
     baseline: &'a str,
+    test: &'a str,
+    pairs: Option<usize>,
+    unpaired_seeds: String,
+    ratio_of: &'a str,
     ratio: Option<f64>,
     ratio_ci95_lo: Option<f64>,
     ratio_ci95_hi: Option<f64>,
     p: Option<f64>,
     p_holm: Option<f64>,
+    p_signed_rank: Option<f64>,
     verdict: &'a str,
+    pooled_ratio: Option<f64>,
 }
 
 /// Every number of every point, one row each (the methods are in
@@ -424,6 +446,10 @@ fn write_stats_csv(path: &Path, s: &Summary) -> Result<()> {
                 what: metric_info(key).0,
                 repeats_asked: p.repeats_asked,
                 repeats_faithful: p.repeats_faithful,
+                first_attempt: p.attempts.first,
+                after_retry: p.attempts.after_retry,
+                left_out: p.attempts.left_out,
+                attempts_set_aside: p.attempts.set_aside,
                 n: m.n,
                 median: m.median,
                 min: m.min,
@@ -432,18 +458,34 @@ fn write_stats_csv(path: &Path, s: &Summary) -> Result<()> {
                 sd: m.sd,
                 ci95_lo: m.ci95.map(|c| c[0]),
                 ci95_hi: m.ci95.map(|c| c[1]),
+                pooled: p.pooled_values.get(key).copied(),
                 baseline: p.baseline.as_deref().unwrap_or(""),
+                test: c.map_or("", |c| match (c.paired, c.test) {
+                    (true, TestMethod::Wilcoxon) => "wilcoxon",
+                    (true, _) => "paired-t",
+                    (false, TestMethod::MannWhitney) => "mann-whitney",
+                    (false, _) => "welch",
+                }),
+                pairs: c.filter(|c| c.paired).map(|c| c.pairs),
+                unpaired_seeds: c.map_or(String::new(), |c| {
+                    c.unpaired_seeds
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }),
+                ratio_of: c.map_or("", |c| match c.ratio_of {
+                    summary::RatioOf::PairedRatios => "paired_ratios",
+                    summary::RatioOf::Means => "means",
+                }),
                 ratio: c.and_then(|c| c.ratio),
                 ratio_ci95_lo: c.and_then(|c| c.ratio_ci95.map(|r| r[0])),
                 ratio_ci95_hi: c.and_then(|c| c.ratio_ci95.map(|r| r[1])),
                 p: c.and_then(|c| c.p),
                 p_holm: c.and_then(|c| c.p_holm),
-                verdict: c.map_or("", |c| match c.verdict {
-                    summary::Verdict::Lower => "lower",
-                    summary::Verdict::Higher => "higher",
-                    summary::Verdict::NoDifference => "no_difference",
-                    summary::Verdict::Untested => "untested",
-                }),
+                p_signed_rank: c.and_then(|c| c.p_signed_rank),
+                verdict: c.map_or("", |c| c.verdict.key()),
+                pooled_ratio: p.pooled_vs_baseline.get(key).copied(),
             })?;
         }
     }
@@ -481,7 +523,12 @@ mod tests {
         let mut combos = Vec::new();
         for (aqm, k) in [("dctcp", 1), ("tcn", 2)] {
             for r in 0..5u32 {
-                let flows = vec![flow(1_000, k * fct(r)), flow(20_000_000, 9_000)];
+                // TCN about twice DCTCP, not exactly (a constant ratio
+                // has no spread to test).
+                let flows = vec![
+                    flow(1_000, k * fct(r) + (k - 1) * 7 * r as u64),
+                    flow(20_000_000, 9_000),
+                ];
                 let result = combo(aqm, 0.5, r, flows, 0);
                 let cdir = result.dir.clone();
                 fs::create_dir_all(dir.join(&cdir)).unwrap();

@@ -373,6 +373,12 @@ pub struct ComboResult {
     /// Empty for one switch, whose busiest port the fields above describe.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hops: Vec<HopResult>,
+    /// Unfaithful attempts of this repeat set aside before it
+    /// (`run --retry-unfaithful`): not stored in `result.json` (the run
+    /// writes it before it knows), but read from `manifest.json`'s
+    /// `retried` when the results are loaded.
+    #[serde(default, skip_serializing)]
+    pub retried: u32,
 }
 
 /// A combination's result as stored in a results directory, with the

@@ -104,6 +104,8 @@ pub struct RunReport {
     pub console: Vec<String>,
     /// Wall time.
     pub elapsed: Duration,
+    /// Every kept repeat was judged faithful (after any retries).
+    pub faithful: bool,
 }
 
 /// Removes the topology when dropped.
@@ -347,6 +349,7 @@ fn run_inner(
         notes,
         console: rep.console,
         elapsed: t0.elapsed(),
+        faithful: rep.summary.faithful,
     })
 }
 
@@ -381,6 +384,28 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
     })
 }
 
+/// The machine a run ran on, as far as a reviewer needs it to compare runs:
+/// CPUs, memory, the CPU model, the kernel's HZ-independent facts are in
+/// `kernel`.
+fn machine() -> Value {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split(':').nth(1))
+        .map(|m| m.trim().to_owned());
+    let mem_kb = fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    });
+    json!({
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "cpu_model": model,
+        "mem_gb": mem_kb.map(|k| (k as f64 / 1024.0 / 1024.0 * 10.0).round() / 10.0),
+        "hostname": fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default(),
+    })
+}
+
 /// What `manifest.json` says about the run before it starts.
 fn manifest(
     sc: &Scenario,
@@ -398,6 +423,8 @@ fn manifest(
         "switch_binary": cmd_output(&opts.switch_bin.display().to_string(), &["--version"]),
         "tg_binary": cmd_output(&opts.tg_bin.display().to_string(), &["--version"]),
         "git_commit": crate::BUILD_COMMIT,
+        "git_dirty": crate::build_info()["git_dirty"],
+        "machine": machine(),
         // The running kernel's release, as `uname -r` prints it.
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|r| r.trim().to_owned())

@@ -107,8 +107,14 @@ pub struct StatsSpec {
     /// seeded percentile bootstrap of the mean (needs ≥ 10 repeats to cover).
     #[serde(default)]
     pub interval: IntervalMethod,
-    /// `"welch"` (default): Welch's t-test; `"mann-whitney"`: Mann–Whitney U
-    /// (distribution-free; needs ≥ 4 repeats a side to reach p < 0.05).
+    /// `"paired"` (default): every scheme ran the same flow schedules at
+    /// repeat r (the seed depends on r only), so a scheme is compared with
+    /// the baseline per seed — the paired t-test on per-seed log-ratios
+    /// (differences where a value is 0); `"wilcoxon"`: Wilcoxon's
+    /// signed-rank test on the same per-seed values (distribution-free;
+    /// needs ≥ 6 pairs to reach p < 0.05); `"welch"`: Welch's t-test and
+    /// `"mann-whitney"`: Mann–Whitney U, for samples that are not paired
+    /// (needs ≥ 4 repeats a side to reach p < 0.05).
     #[serde(default)]
     pub test: TestMethod,
     /// Bootstrap resamples.
@@ -145,11 +151,38 @@ pub enum IntervalMethod {
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum TestMethod {
-    /// Welch's two-sample t-test.
+    /// The paired t-test per seed (log-ratios, or differences where a
+    /// value is 0).
     #[default]
+    Paired,
+    /// Wilcoxon's signed-rank test per seed.
+    Wilcoxon,
+    /// Welch's two-sample t-test (unpaired).
     Welch,
-    /// Mann–Whitney U.
+    /// Mann–Whitney U (unpaired).
     MannWhitney,
+}
+
+impl TestMethod {
+    /// Compares per seed.
+    pub fn is_paired(self) -> bool {
+        matches!(self, TestMethod::Paired | TestMethod::Wilcoxon)
+    }
+}
+
+impl std::str::FromStr for TestMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "paired" => Ok(TestMethod::Paired),
+            "wilcoxon" => Ok(TestMethod::Wilcoxon),
+            "welch" => Ok(TestMethod::Welch),
+            "mann-whitney" => Ok(TestMethod::MannWhitney),
+            other => Err(format!(
+                "unknown test `{other}`: paired, wilcoxon, welch or mann-whitney"
+            )),
+        }
+    }
 }
 
 /// `[scale]`: what a rate scaling (`softswitch-exp run --rate`, `calibrate`)

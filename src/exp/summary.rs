@@ -232,6 +232,9 @@ pub struct Spread {
     pub n: usize,
     /// Its value in each, in repeat order.
     pub values: Vec<f64>,
+    /// The seed of each value's repeat (the pairing key: every scheme ran
+    /// the same flow schedules with the same seed).
+    pub seeds: Vec<u64>,
     /// Median.
     pub median: f64,
     /// Smallest.
@@ -247,7 +250,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(values: Vec<f64>, spec: &StatsSpec, seed: u64) -> Self {
+    fn of(values: Vec<f64>, seeds: Vec<u64>, spec: &StatsSpec, seed: u64) -> Self {
         let ci = match spec.interval {
             IntervalMethod::T => stats::t_interval(&values),
             IntervalMethod::Bootstrap => {
@@ -263,6 +266,7 @@ impl Spread {
             sd: stats::sd(&values),
             ci95: ci.map(|(lo, hi)| [lo, hi]),
             values,
+            seeds,
         }
     }
 }
@@ -277,7 +281,14 @@ pub enum Verdict {
     Higher,
     /// No difference beyond run-to-run noise (not: equal).
     NoDifference,
-    /// Too few repeats to test.
+    /// The same value in every pair (or both sides one value): nothing to
+    /// test.
+    Identical,
+    /// Different, by the same amount in every pair (or two samples that
+    /// each repeat one value): no spread, so no test — not "infinitely
+    /// significant". Quantised counters do this.
+    NoSpread,
+    /// Too few repeats (or pairs) to test.
     Untested,
 }
 
@@ -288,9 +299,33 @@ impl Verdict {
             Verdict::Lower => "lower",
             Verdict::Higher => "higher",
             Verdict::NoDifference => "no difference beyond run-to-run noise",
+            Verdict::Identical => "identical in every repeat",
+            Verdict::NoSpread => "differs without spread (no test)",
             Verdict::Untested => "untested (too few repeats)",
         }
     }
+
+    /// The snake_case name `summary.json` and `stats.csv` use.
+    pub fn key(self) -> &'static str {
+        match self {
+            Verdict::Lower => "lower",
+            Verdict::Higher => "higher",
+            Verdict::NoDifference => "no_difference",
+            Verdict::Identical => "identical",
+            Verdict::NoSpread => "no_spread",
+            Verdict::Untested => "untested",
+        }
+    }
+}
+
+/// What a comparison's ratio is a ratio of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatioOf {
+    /// The geometric mean of the per-seed ratios (paired, log scale).
+    PairedRatios,
+    /// The ratio of the means (paired on differences, or unpaired).
+    Means,
 }
 
 /// One number of one scheme against the baseline at the same sweep value.
@@ -298,16 +333,38 @@ impl Verdict {
 pub struct Comparison {
     /// Repeats: this scheme, the baseline.
     pub n: [usize; 2],
-    /// Mean ÷ the baseline's mean.
+    /// Compared per seed (paired), or as independent samples.
+    pub paired: bool,
+    /// Pairs compared: seeds with a faithful repeat on both sides.
+    pub pairs: usize,
+    /// Seeds left out of the pairing: a faithful repeat on one side only
+    /// (the other side's repeat was left out as unfaithful). Unpaired with
+    /// seeds listed: a paired test was asked, but the sides shared no seed,
+    /// so Welch's ran.
+    pub unpaired_seeds: Vec<u64>,
+    /// The paired scale (`null`: unpaired).
+    pub scale: Option<stats::PairedScale>,
+    /// The test that ran.
+    pub test: TestMethod,
+    /// This scheme ÷ the baseline (see `ratio_of`).
     pub ratio: Option<f64>,
-    /// Fieller's 95 % interval of the ratio (`null`: unbounded or untested).
+    /// What the ratio is of.
+    pub ratio_of: RatioOf,
+    /// The ratio's 95 % interval (`null`: unbounded or untested): exp of
+    /// the t interval of the mean per-seed log-ratio, or Fieller's (for
+    /// correlated means when paired). It excludes 1 exactly when the t-test
+    /// on the same scale rejects before adjustment.
     pub ratio_ci95: Option<[f64; 2]>,
-    /// The test's statistic (t, or U of this scheme).
+    /// The test's statistic (t; W = min(W⁺, W⁻); or U of this scheme).
     pub statistic: Option<f64>,
-    /// Two-sided p-value.
+    /// Two-sided p-value, raw.
     pub p: Option<f64>,
     /// Holm-adjusted over the schemes compared at this point for this number.
     pub p_holm: Option<f64>,
+    /// Paired only: Wilcoxon's signed-rank p on the same per-seed values,
+    /// raw — a distribution-free check beside the t-test (with 5 pairs it
+    /// cannot go below 0.0625).
+    pub p_signed_rank: Option<f64>,
     /// The verdict at 5 % on `p_holm`.
     pub verdict: Verdict,
 }
@@ -355,6 +412,37 @@ pub struct Point {
     pub vs_baseline: BTreeMap<String, Comparison>,
     /// Pooled distributions.
     pub pooled: Pooled,
+    /// The pooled numbers by metric key ([`pooled_value`]): a p99 over all
+    /// flows of all faithful repeats, as the papers report it.
+    pub pooled_values: BTreeMap<String, f64>,
+    /// Each pooled number ÷ the baseline's (no test: one number a side).
+    pub pooled_vs_baseline: BTreeMap<String, f64>,
+    /// How the repeats' attempts went.
+    pub attempts: Attempts,
+}
+
+/// How the repeats of a point got (or did not get) a faithful attempt.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Attempts {
+    /// Repeats faithful at their first attempt.
+    pub first: usize,
+    /// Repeats faithful after one or more unfaithful attempts were set
+    /// aside (`run --retry-unfaithful`).
+    pub after_retry: usize,
+    /// Repeats left out: unfaithful at their last attempt.
+    pub left_out: usize,
+    /// Unfaithful attempts set aside and run again, over all repeats.
+    pub set_aside: usize,
+}
+
+impl Attempts {
+    /// `5 first, 0 after retry, 0 left out`.
+    pub fn text(&self) -> String {
+        format!(
+            "{} first, {} after retry, {} left out",
+            self.first, self.after_retry, self.left_out
+        )
+    }
 }
 
 /// How the numbers were made, in words (`summary.json`'s `methods`).
@@ -362,6 +450,8 @@ pub struct Point {
 pub struct Methods {
     /// What a sample is.
     pub sample: String,
+    /// How a scheme's repeats meet the baseline's.
+    pub pairing: String,
     /// The interval of each number.
     pub interval: String,
     /// The ratio's interval.
@@ -374,25 +464,40 @@ pub struct Methods {
     pub verdict: String,
     /// What `pooled` is.
     pub pooled: String,
+    /// What `attempts` counts.
+    pub attempts: String,
 }
 
 impl Methods {
     /// The words for `spec`.
     pub fn of(spec: &StatsSpec) -> Self {
+        let paired = spec.test.is_paired();
         Methods {
-            sample: "each repeat is one sample (its own seed and run); only repeats the fidelity guard passed count".into(),
+            sample: "each repeat is one sample; repeat r of every scheme ran the same flow schedules (seed = scenario seed + 1000 r); only repeats the fidelity guard passed count".into(),
+            pairing: if paired {
+                "paired by seed: a scheme's repeat is compared with the baseline's repeat of the same seed; a seed with a faithful repeat on one side only is dropped from that comparison and listed (unpaired_seeds); two sides that share no seed are compared unpaired (Welch)".into()
+            } else {
+                "unpaired: the repeats of each side are independent samples".into()
+            },
             interval: match spec.interval {
                 IntervalMethod::T => "95 % interval of the mean across repeats, Student's t with n-1 degrees of freedom".into(),
                 IntervalMethod::Bootstrap => format!("95 % percentile bootstrap interval of the mean across repeats, {} seeded resamples (covers less than 95 % with under 10 repeats)", spec.resamples),
             },
-            ratio: "mean / baseline mean, Fieller's 95 % interval with Welch's degrees of freedom (null: unbounded)".into(),
-            test: match spec.test {
-                TestMethod::Welch => "Welch's two-sample t-test, two-sided".into(),
-                TestMethod::MannWhitney => "Mann-Whitney U, two-sided; exact without ties, normal approximation with tie and continuity correction otherwise".into(),
+            ratio: if paired {
+                "paired, every value positive: the geometric mean of the per-seed ratios with exp of the t interval of the mean log-ratio; paired with a zero value: the ratio of the means with Fieller's interval for correlated means (n-1 degrees of freedom); unpaired: the ratio of the means with Fieller's interval, Welch's degrees of freedom (null: unbounded). The interval excludes 1 exactly when the t-test on the same scale rejects before adjustment".into()
+            } else {
+                "mean / baseline mean, Fieller's 95 % interval with Welch's degrees of freedom (null: unbounded)".into()
             },
-            correction: "Holm over the schemes compared with the baseline at one sweep value for one number; numbers and sweep values are separate families; the ratio's interval is not adjusted, so it can exclude 1 where the adjusted verdict finds no difference".into(),
-            verdict: format!("lower / higher: adjusted p < {ALPHA}; no_difference: no difference beyond run-to-run noise, which with few repeats is not evidence that the two are equal (the ratio's interval says how large a difference could hide); untested: fewer than 2 faithful repeats on a side"),
-            pooled: "all flows / queries / probes of the faithful repeats in one distribution, as the papers pool (a p99 over all flows); not used by the verdicts".into(),
+            test: match spec.test {
+                TestMethod::Paired => "paired t-test, two-sided, on the per-seed log-ratios (every value positive: FCTs, goodput, sojourn, whose seed-to-seed variation is multiplicative) or on the per-seed differences (a value is 0: drops, RTOs); beside it Wilcoxon's exact signed-rank p on the same values as a distribution-free check (p_signed_rank; its smallest two-sided p is 2/2^n: 0.0625 with 5 pairs, so it cannot reject with 5 repeats)".into(),
+                TestMethod::Wilcoxon => "Wilcoxon's signed-rank test, two-sided, on the per-seed log-ratios or differences; exact without ties or zero differences, normal approximation with tie correction otherwise; its smallest two-sided p is 2/2^n (0.0625 with 5 pairs)".into(),
+                TestMethod::Welch => "Welch's two-sample t-test, two-sided (unpaired)".into(),
+                TestMethod::MannWhitney => "Mann-Whitney U, two-sided (unpaired); exact without ties, normal approximation with tie and continuity correction otherwise".into(),
+            },
+            correction: "Holm over the schemes compared with the baseline at one sweep value for one number (p_holm); p is raw; numbers and sweep values are separate families, so a claim picked from a whole table must be corrected over all of that table's comparisons (report --markdown does); the ratio's interval is not adjusted, so it can exclude 1 where the adjusted verdict finds no difference".into(),
+            verdict: format!("lower / higher: adjusted p < {ALPHA}; no_difference: no difference beyond run-to-run noise, which with few repeats is not evidence that the two are equal (the ratio's interval says how large a difference could hide); identical: the same value in every pair; no_spread: different by the same amount in every pair, so no test applies (quantised counters) — never p = 0; untested: fewer than 2 faithful repeats (pairs) on a side"),
+            pooled: "all flows / queries / probes of the faithful repeats in one distribution, as the papers pool (a p99 over all flows of all repeats): pooled_values, and pooled_vs_baseline as a plain ratio (one number a side: no test); the verdicts use the per-repeat numbers".into(),
+            attempts: "per point: repeats faithful at their first attempt, faithful after unfaithful attempts were set aside (run --retry-unfaithful), left out (unfaithful at their last attempt), and the attempts set aside in all (from manifest.json's retried)".into(),
         }
     }
 }
@@ -416,6 +521,8 @@ pub struct RepeatRow {
     pub expected: usize,
     /// Flows recorded.
     pub recorded: usize,
+    /// Unfaithful attempts set aside before this one.
+    pub retried: u32,
     /// Its headline numbers.
     pub values: BTreeMap<String, f64>,
 }
@@ -490,20 +597,29 @@ fn point(
         .filter(|r| !r.fidelity.faithful)
         .map(|r| format!("{}: {}", r.dir, r.fidelity.reasons.join("; ")))
         .collect();
-    let mut by_key: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_key: BTreeMap<String, (Vec<f64>, Vec<u64>)> = BTreeMap::new();
     for r in &faithful {
         for (k, v) in repeat_values(r) {
-            by_key.entry(k).or_default().push(v);
+            let e = by_key.entry(k).or_default();
+            e.0.push(v);
+            e.1.push(r.seed);
         }
     }
     let metrics = by_key
         .into_iter()
-        .map(|(k, values)| {
+        .map(|(k, (values, seeds))| {
             let seed = sc.seed ^ fnv1a(&format!("{aqm}|{}|{k}", sweep.tag()));
-            let s = Spread::of(values, &sc.stats, seed);
+            let s = Spread::of(values, seeds, &sc.stats, seed);
             (k, s)
         })
         .collect();
+    let attempts = Attempts {
+        first: faithful.iter().filter(|r| r.retried == 0).count(),
+        after_retry: faithful.iter().filter(|r| r.retried > 0).count(),
+        left_out: runs.len() - faithful.len(),
+        set_aside: runs.iter().map(|r| r.retried as usize).sum(),
+    };
+    let pooled = pooled(&faithful);
     Point {
         aqm: aqm.to_owned(),
         sweep,
@@ -520,35 +636,170 @@ fn point(
         metrics,
         baseline: None,
         vs_baseline: BTreeMap::new(),
-        pooled: pooled(&faithful),
+        pooled_values: pooled_values(&pooled),
+        pooled,
+        pooled_vs_baseline: BTreeMap::new(),
+        attempts,
     }
 }
 
-/// `a` against the baseline `b` (Holm's adjustment comes later).
+/// The pooled numbers the papers print, by the metric key of the same
+/// number per repeat: `fct.<class>.{mean_us,p50_us,p99_us}`,
+/// `qct.{…}`, `ping.{…}`.
+pub fn pooled_values(p: &Pooled) -> BTreeMap<String, f64> {
+    let mut v = BTreeMap::new();
+    if let Some(f) = &p.fct {
+        for (class, s) in [
+            ("small", &f.small),
+            ("medium", &f.medium),
+            ("large", &f.large),
+            ("all", &f.all),
+        ] {
+            put_stats(&mut v, &format!("fct.{class}"), s);
+        }
+    }
+    put_stats(&mut v, "qct", &p.qct);
+    if let Some(s) = &p.ping {
+        v.insert("ping.mean_us".into(), s.mean_us);
+        v.insert("ping.p50_us".into(), s.p50_us as f64);
+        v.insert("ping.p99_us".into(), s.p99_us as f64);
+    }
+    v
+}
+
+/// The values of `a` and `b` that ran the same seed, in `a`'s order, and
+/// the seeds of either side without a partner. A seed repeated on a side
+/// (merged runs that reused seeds) pairs its k-th occurrence with the
+/// other side's k-th.
+fn pair_by_seed(a: &Spread, b: &Spread) -> (Vec<f64>, Vec<f64>, Vec<u64>) {
+    let mut used = vec![false; b.values.len()];
+    let (mut xa, mut xb, mut unpaired) = (Vec::new(), Vec::new(), Vec::new());
+    for (va, sa) in a.values.iter().zip(&a.seeds) {
+        let partner = (0..b.values.len()).find(|&j| !used[j] && b.seeds[j] == *sa);
+        match partner {
+            Some(j) => {
+                used[j] = true;
+                xa.push(*va);
+                xb.push(b.values[j]);
+            }
+            None => unpaired.push(*sa),
+        }
+    }
+    unpaired.extend(
+        b.seeds
+            .iter()
+            .zip(&used)
+            .filter(|(_, u)| !**u)
+            .map(|(s, _)| *s),
+    );
+    unpaired.sort_unstable();
+    (xa, xb, unpaired)
+}
+
+/// `a` against the baseline `b` (Holm's adjustment and the verdicts of
+/// tested comparisons come later, in [`compare_at`]). A paired test falls
+/// back to Welch's when the two sides share no seed at all (runs that were
+/// not made on the same schedules).
 fn compare(a: &Spread, b: &Spread, test: TestMethod) -> Comparison {
+    if test.is_paired() {
+        let (xa, xb, unpaired) = pair_by_seed(a, b);
+        if !xa.is_empty() {
+            return compare_paired(a, b, &xa, &xb, unpaired, test);
+        }
+        let mut c = compare_unpaired(a, b, TestMethod::Welch);
+        c.unpaired_seeds = unpaired;
+        return c;
+    }
+    compare_unpaired(a, b, test)
+}
+
+fn compare_paired(
+    a: &Spread,
+    b: &Spread,
+    xa: &[f64],
+    xb: &[f64],
+    unpaired_seeds: Vec<u64>,
+    test: TestMethod,
+) -> Comparison {
+    let pr = stats::paired_ratio(xa, xb);
+    let outcome = if test == TestMethod::Wilcoxon {
+        pr.signed_rank
+    } else {
+        pr.t
+    };
+    let verdict = match pr.no_spread {
+        _ if xa.len() < 2 => Verdict::Untested,
+        Some(true) => Verdict::Identical,
+        Some(false) => Verdict::NoSpread,
+        None => Verdict::Untested,
+    };
+    let tested = xa.len() >= 2 && pr.no_spread.is_none();
+    Comparison {
+        n: [a.n, b.n],
+        paired: true,
+        pairs: xa.len(),
+        unpaired_seeds,
+        scale: Some(pr.scale),
+        test,
+        ratio: pr.ratio.estimate,
+        ratio_of: match pr.scale {
+            stats::PairedScale::LogRatio => RatioOf::PairedRatios,
+            stats::PairedScale::Difference => RatioOf::Means,
+        },
+        ratio_ci95: pr.ratio.interval.map(|(lo, hi)| [lo, hi]),
+        statistic: outcome.filter(|_| tested).map(|o| o.statistic),
+        p: outcome.filter(|_| tested).map(|o| o.p),
+        p_holm: None,
+        p_signed_rank: pr.signed_rank.filter(|_| tested).map(|o| o.p),
+        verdict,
+    }
+}
+
+fn compare_unpaired(a: &Spread, b: &Spread, test: TestMethod) -> Comparison {
     let ratio = stats::fieller_ratio(&a.values, &b.values);
     let outcome = match test {
-        TestMethod::Welch => stats::welch(&a.values, &b.values),
         TestMethod::MannWhitney if a.n >= 2 && b.n >= 2 => {
             stats::mann_whitney(&a.values, &b.values)
         }
         TestMethod::MannWhitney => None,
+        _ => stats::welch(&a.values, &b.values),
+    };
+    let spread_free = a.n >= 2
+        && b.n >= 2
+        && stats::no_spread(&a.values).is_some()
+        && stats::no_spread(&b.values).is_some();
+    let verdict = if spread_free && a.values[0] == b.values[0] {
+        Verdict::Identical
+    } else if spread_free {
+        Verdict::NoSpread
+    } else {
+        Verdict::Untested
     };
     Comparison {
         n: [a.n, b.n],
+        paired: false,
+        pairs: 0,
+        unpaired_seeds: Vec::new(),
+        scale: None,
+        test,
         ratio: ratio.estimate,
+        ratio_of: RatioOf::Means,
         ratio_ci95: ratio.interval.map(|(lo, hi)| [lo, hi]),
         statistic: outcome.map(|o| o.statistic),
         p: outcome.map(|o| o.p),
         p_holm: None,
-        verdict: Verdict::Untested,
+        p_signed_rank: None,
+        verdict,
     }
 }
 
-/// Which way `a` lies from `b` when the test rejects.
-fn direction(a: &Spread, b: &Spread, c: &Comparison, test: TestMethod) -> Verdict {
-    let higher = match (test, c.statistic) {
+/// Which way `a` lies from `b` when the test rejects: the sign of the mean
+/// per-seed log-ratio or difference (paired: the ratio's side of 1), the
+/// means (Welch), or U (Mann–Whitney).
+fn direction(a: &Spread, b: &Spread, c: &Comparison) -> Verdict {
+    let higher = match (c.test, c.statistic) {
         (TestMethod::MannWhitney, Some(u)) => u > (a.n * b.n) as f64 / 2.0,
+        _ if c.paired => c.ratio.is_some_and(|r| r > 1.0),
         _ => a.mean > b.mean,
     };
     if higher {
@@ -558,13 +809,20 @@ fn direction(a: &Spread, b: &Spread, c: &Comparison, test: TestMethod) -> Verdic
     }
 }
 
-/// Fills `baseline` and `vs_baseline` of the points `members` (at one
-/// sweep value) from the point `base`; Holm's adjustment runs over the
-/// members, per number.
+/// Fills `baseline`, `vs_baseline` and `pooled_vs_baseline` of the points
+/// `members` (at one sweep value) from the point `base`; Holm's adjustment
+/// runs over the members' tested comparisons, per number.
 fn compare_at(points: &mut [Point], base: usize, members: &[usize], test: TestMethod) {
     let baseline = points[base].clone();
     for &i in members {
         points[i].baseline = Some(baseline.aqm.clone());
+        for (k, v) in &baseline.pooled_values {
+            if let Some(mine) = points[i].pooled_values.get(k) {
+                if *v != 0.0 {
+                    points[i].pooled_vs_baseline.insert(k.clone(), mine / v);
+                }
+            }
+        }
     }
     let keys: Vec<&String> = baseline.metrics.keys().collect();
     for key in keys {
@@ -588,7 +846,7 @@ fn compare_at(points: &mut [Point], base: usize, members: &[usize], test: TestMe
             let c = p.vs_baseline.get_mut(key).expect("inserted above");
             c.p_holm = Some(adj);
             c.verdict = if adj < ALPHA {
-                direction(a, b, c, test)
+                direction(a, b, c)
             } else {
                 Verdict::NoDifference
             };
@@ -715,6 +973,7 @@ pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
             fidelity: r.fidelity.clone(),
             expected: r.expected,
             recorded: r.flows.len().max(r.statics.len()),
+            retried: r.retried,
             values: repeat_values(r),
         })
         .collect();
@@ -812,23 +1071,66 @@ pub fn fmt_spread(unit: Unit, typical: f64, s: &Spread) -> String {
     format!("{} [{}–{}]{ci} n={}", f(s.median), f(s.min), f(s.max), s.n)
 }
 
-/// `×ratio (lo–hi) verdict (p=…)` of a comparison.
+/// A p-value as people read it: three decimals, and `<0.001` below that
+/// (never `0.000`).
+pub fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// `=0.012` or `<0.001`: what follows a `p`.
+pub fn fmt_p_eq(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("={p:.3}")
+    }
+}
+
+/// `×ratio (lo–hi) verdict (p=…, Holm …, n pairs)` of a comparison.
 pub fn fmt_comparison(c: &Comparison) -> String {
     let r = match c.ratio {
         Some(r) => format!("×{r:.2}"),
         None => "×—".into(),
     };
     let ci = match c.ratio_ci95 {
-        Some([lo, hi]) => format!(" ({lo:.2}–{hi:.2})"),
-        None if c.verdict != Verdict::Untested => " (unbounded)".into(),
+        Some([lo, hi]) if lo != hi => format!(" ({lo:.2}–{hi:.2})"),
+        Some(_) => String::new(),
+        None if c.p.is_some() => " (unbounded)".into(),
         None => String::new(),
     };
-    let p = match (c.p, c.p_holm) {
-        (Some(p), Some(h)) if (p - h).abs() > 1e-12 => format!(" (p={p:.3}, Holm {h:.3})"),
-        (Some(p), _) => format!(" (p={p:.3})"),
-        _ => String::new(),
+    let mut what = Vec::new();
+    match (c.p, c.p_holm) {
+        (Some(p), Some(h)) if (p - h).abs() > 1e-12 => {
+            what.push(format!("p{}, Holm {}", fmt_p_eq(p), fmt_p(h)))
+        }
+        (Some(p), _) => what.push(format!("p{}", fmt_p_eq(p))),
+        _ => {}
+    }
+    if c.paired {
+        what.push(format!("{} pairs", c.pairs));
+    } else if !c.unpaired_seeds.is_empty() {
+        what.push("unpaired: no seed in common".into());
+    }
+    if c.paired && !c.unpaired_seeds.is_empty() {
+        what.push(format!(
+            "seed {} unpaired",
+            c.unpaired_seeds
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", what.join(", "))
     };
-    format!("{r}{ci} {}{p}", c.verdict.text())
+    format!("{r}{ci} {}{what}", c.verdict.text())
 }
 
 /// The console's account of a summary: every headline number with its
@@ -845,8 +1147,9 @@ pub fn console_lines(sc: &Scenario, s: &Summary) -> Vec<String> {
     out.extend([
         format!("numbers: median [min–max] ({}) n=repeats", m.interval),
         format!(
-            "vs {}: {}; {}; {}",
-            s.baseline, m.ratio, m.test, m.correction
+            "vs {}: {}; p raw, Holm over the schemes at one point for one number (summary.json's methods say it all)",
+            s.baseline,
+            test_short(sc.stats.test)
         ),
     ]);
     let mut sweeps: Vec<SweepValue> = Vec::new();
@@ -862,6 +1165,16 @@ pub fn console_lines(sc: &Scenario, s: &Summary) -> Vec<String> {
     out
 }
 
+/// The test and ratio in a line.
+pub fn test_short(t: TestMethod) -> &'static str {
+    match t {
+        TestMethod::Paired => "paired by seed: ratio = geometric mean of per-seed ratios (ratio of means where a value is 0), paired t-test on log-ratios (differences)",
+        TestMethod::Wilcoxon => "paired by seed: ratio = geometric mean of per-seed ratios (ratio of means where a value is 0), Wilcoxon signed-rank test",
+        TestMethod::Welch => "unpaired: ratio of means with Fieller's interval, Welch's t-test",
+        TestMethod::MannWhitney => "unpaired: ratio of means with Fieller's interval, Mann-Whitney U",
+    }
+}
+
 fn point_block(sc: &Scenario, sweep: SweepValue, points: &[&Point]) -> Vec<String> {
     let mut out = vec![match sweep.tag() {
         t if t.is_empty() => "— results".to_string(),
@@ -873,6 +1186,25 @@ fn point_block(sc: &Scenario, sweep: SweepValue, points: &[&Point]) -> Vec<Strin
             p.aqm, p.repeats_faithful, p.repeats_asked
         ));
     }
+    out.push(format!(
+        "  repeats (first attempt / after retry / left out): {}",
+        points
+            .iter()
+            .map(|p| {
+                let a = &p.attempts;
+                let aside = if a.set_aside > 0 {
+                    format!(", {} attempts set aside", a.set_aside)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} {}/{}/{}{aside}",
+                    p.aqm, a.first, a.after_retry, a.left_out
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
     let mut keys: Vec<String> = Vec::new();
     for p in points {
         for k in headline_keys(sc, p) {
@@ -907,6 +1239,26 @@ fn point_block(sc: &Scenario, sweep: SweepValue, points: &[&Point]) -> Vec<Strin
                 p.aqm,
                 fmt_spread(unit, typical, s)
             ));
+        }
+        // The papers' statistic beside the mean of per-repeat ones.
+        if key.ends_with(".p99_us") {
+            let pooled: Vec<String> = points
+                .iter()
+                .filter_map(|p| {
+                    let v = p.pooled_values.get(&key)?;
+                    let r = p
+                        .pooled_vs_baseline
+                        .get(&key)
+                        .map_or(String::new(), |r| format!(" ×{r:.2}"));
+                    Some(format!("{} {}{r}", p.aqm, fmt_value(unit, typical, *v)))
+                })
+                .collect();
+            if !pooled.is_empty() {
+                out.push(format!(
+                    "    pooled over all repeats' flows: {}",
+                    pooled.join(", ")
+                ));
+            }
         }
     }
     out
@@ -985,6 +1337,7 @@ pub(crate) mod tests {
             sojourn: None,
             ping: None,
             hops: vec![],
+            retried: 0,
         }
     }
 
@@ -998,8 +1351,9 @@ pub(crate) mod tests {
         }
     }
 
-    /// dctcp's small flows take 100 + 10·r µs, tcn's half that, `same`
-    /// dctcp's own values: three repeats at load 0.5.
+    /// dctcp's small flows take 100 + 10·r µs, tcn's about half that
+    /// (50, 56, 64), `same` dctcp's within a microsecond (100, 111, 120):
+    /// three repeats at load 0.5, repeat r of each with seed 1 + 1000·r.
     fn three_schemes() -> Vec<ComboResult> {
         let mut v = Vec::new();
         for r in 0..3u32 {
@@ -1015,14 +1369,17 @@ pub(crate) mod tests {
                 "tcn",
                 0.5,
                 r,
-                vec![flow(1_000, d / 2), flow(20_000_000, 9_000 + r as u64)],
+                vec![
+                    flow(1_000, d / 2 + (r * r) as u64),
+                    flow(20_000_000, 9_000 + r as u64),
+                ],
                 0,
             ));
             v.push(combo(
                 "same",
                 0.5,
                 r,
-                vec![flow(1_000, d), flow(20_000_000, 9_000)],
+                vec![flow(1_000, d + (r == 1) as u64), flow(20_000_000, 9_000)],
                 10 + r as u64,
             ));
         }
@@ -1069,25 +1426,179 @@ pub(crate) mod tests {
         let results = three_schemes();
         let refs: Vec<&ComboResult> = results.iter().collect();
         let s = summarize(&input(&sc), &refs);
+        // Paired by seed on the log scale: the geometric mean of the
+        // per-seed ratios 50/100, 56/110, 64/120.
         let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
         assert_eq!(tcn.verdict, Verdict::Lower);
-        assert_eq!(tcn.ratio, Some(0.5));
+        assert!(tcn.paired && tcn.pairs == 3 && tcn.unpaired_seeds.is_empty());
+        assert_eq!(tcn.scale, Some(stats::PairedScale::LogRatio));
+        assert_eq!(tcn.ratio_of, RatioOf::PairedRatios);
+        let gm = ((0.5f64.ln() + (56.0f64 / 110.0).ln() + (64.0f64 / 120.0).ln()) / 3.0).exp();
+        assert!((tcn.ratio.unwrap() - gm).abs() < 1e-12, "{:?}", tcn.ratio);
+        let want = stats::paired_ratio(&[50.0, 56.0, 64.0], &[100.0, 110.0, 120.0]);
+        assert_eq!(tcn.p, want.t.map(|t| t.p));
+        assert_eq!(tcn.p_signed_rank, want.signed_rank.map(|t| t.p));
         let same = &s.points[2].vs_baseline["fct.small.mean_us"];
         assert_eq!(same.verdict, Verdict::NoDifference);
-        assert_eq!((same.ratio, same.p), (Some(1.0), Some(1.0)));
         // Holm over the two schemes compared for this number at this load.
         let raw = [tcn.p.unwrap(), same.p.unwrap()];
         let adj = stats::holm(&raw);
         assert_eq!((tcn.p_holm, same.p_holm), (Some(adj[0]), Some(adj[1])));
-        // Drops: tcn 0 against 10–12: lower; a ratio of 0.
+        // Drops: tcn 0 against 10–12: a zero, so differences and the ratio
+        // of the means: 0.
         let drops = &s.points[1].vs_baseline["drops"];
         assert_eq!((drops.verdict, drops.ratio), (Verdict::Lower, Some(0.0)));
+        assert_eq!(
+            (drops.scale, drops.ratio_of),
+            (Some(stats::PairedScale::Difference), RatioOf::Means)
+        );
+        // Wilcoxon's signed rank cannot reject with 3 pairs (smallest p 0.25).
+        let mut w = sc.clone();
+        w.stats.test = TestMethod::Wilcoxon;
+        let s = summarize(&input(&w), &refs);
+        let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
+        assert_eq!((tcn.verdict, tcn.p), (Verdict::NoDifference, Some(0.25)));
         // Mann–Whitney cannot reject with 3 repeats a side (smallest p 0.1).
         let mut mw = sc.clone();
         mw.stats.test = TestMethod::MannWhitney;
         let s = summarize(&input(&mw), &refs);
         let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
         assert_eq!((tcn.verdict, tcn.p), (Verdict::NoDifference, Some(0.1)));
+        assert!(!tcn.paired);
+    }
+
+    #[test]
+    fn spread_free_samples_are_identical_or_not_never_p_zero() {
+        let sc = scenario(SC);
+        let mut results = three_schemes();
+        for r in results.iter_mut() {
+            match r.aqm.as_str() {
+                // Exactly half of dctcp in every repeat.
+                "tcn" => r.flows[0].fct_us = (100 + 10 * r.repeat as u64) / 2,
+                // Exactly dctcp.
+                "same" => r.flows[0].fct_us = 100 + 10 * r.repeat as u64,
+                _ => {}
+            }
+        }
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
+        assert_eq!(
+            (tcn.verdict, tcn.p, tcn.p_holm),
+            (Verdict::NoSpread, None, None)
+        );
+        assert_eq!(tcn.ratio, Some(0.5));
+        let same = &s.points[2].vs_baseline["fct.small.mean_us"];
+        assert_eq!((same.verdict, same.p), (Verdict::Identical, None));
+        // The large flows: 9000 µs in every repeat of dctcp and same.
+        let large = &s.points[2].vs_baseline["fct.large.mean_us"];
+        assert_eq!(large.verdict, Verdict::Identical);
+        // Unpaired, two samples that each repeat one value: the same words.
+        let mut welch = sc.clone();
+        welch.stats.test = TestMethod::Welch;
+        let s = summarize(&input(&welch), &refs);
+        let large = &s.points[2].vs_baseline["fct.large.mean_us"];
+        assert_eq!((large.verdict, large.p), (Verdict::Identical, None));
+        let text = console_lines(&sc, &summarize(&input(&sc), &refs)).join("\n");
+        assert!(text.contains("differs without spread (no test)"), "{text}");
+        assert!(text.contains("identical in every repeat"), "{text}");
+        assert!(!text.contains("p=0.000"), "{text}");
+    }
+
+    #[test]
+    fn a_seed_lost_on_one_side_leaves_the_pairing_and_is_named() {
+        let sc = scenario(SC);
+        let mut results = three_schemes();
+        // dctcp's repeat 1 (seed 1001) left out as unfaithful.
+        results[3].fidelity.faithful = false;
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
+        assert_eq!((tcn.n, tcn.pairs), ([3, 2], 2));
+        assert_eq!(tcn.unpaired_seeds, vec![1001]);
+        let want = stats::paired_ratio(&[50.0, 64.0], &[100.0, 120.0]);
+        assert_eq!(tcn.p, want.t.map(|t| t.p));
+        let text = console_lines(&sc, &s).join("\n");
+        assert!(text.contains("2 pairs, seed 1001 unpaired"), "{text}");
+        // No seed in common (runs made on other schedules): unpaired, Welch.
+        for r in results.iter_mut().filter(|r| r.aqm == "tcn") {
+            r.seed += 7;
+        }
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let tcn = &s.points[1].vs_baseline["fct.small.mean_us"];
+        assert!(!tcn.paired);
+        assert_eq!(tcn.test, TestMethod::Welch);
+        assert_eq!(tcn.unpaired_seeds.len(), 5);
+        assert_eq!(tcn.ratio_of, RatioOf::Means);
+        let welch = stats::welch(&[50.0, 56.0, 64.0], &[100.0, 120.0]).unwrap();
+        assert_eq!(tcn.p, Some(welch.p));
+        assert!(console_lines(&sc, &s)
+            .join("\n")
+            .contains("unpaired: no seed in common"));
+    }
+
+    #[test]
+    fn retried_attempts_are_counted_per_point() {
+        let sc = scenario(SC);
+        let mut results = three_schemes();
+        // tcn r0 faithful after two attempts set aside; tcn r2 left out
+        // after one.
+        results[1].retried = 2;
+        results[7].retried = 1;
+        results[7].fidelity.faithful = false;
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        let tcn = &s.points[1];
+        assert_eq!(
+            tcn.attempts,
+            Attempts {
+                first: 1,
+                after_retry: 1,
+                left_out: 1,
+                set_aside: 3
+            }
+        );
+        assert_eq!(
+            s.points[0].attempts,
+            Attempts {
+                first: 3,
+                ..Default::default()
+            }
+        );
+        let text = console_lines(&sc, &s).join("\n");
+        assert!(
+            text.contains("repeats (first attempt / after retry / left out): dctcp 3/0/0; tcn 1/1/1, 3 attempts set aside; same 3/0/0"),
+            "{text}"
+        );
+        let row = s
+            .repeats
+            .iter()
+            .find(|r| r.dir == "tcn-load0.50-r0")
+            .unwrap();
+        assert_eq!(row.retried, 2);
+    }
+
+    #[test]
+    fn the_papers_pooled_p99_stands_beside_the_per_repeat_one() {
+        let sc = scenario(SC);
+        let results = three_schemes();
+        let refs: Vec<&ComboResult> = results.iter().collect();
+        let s = summarize(&input(&sc), &refs);
+        // dctcp's small flows over all three repeats: 100, 110, 120.
+        let d = &s.points[0];
+        assert_eq!(d.pooled_values["fct.small.p99_us"], 120.0);
+        assert_eq!(d.pooled_values["fct.small.mean_us"], 110.0);
+        let tcn = &s.points[1];
+        assert_eq!(tcn.pooled_values["fct.small.p99_us"], 64.0);
+        assert_eq!(tcn.pooled_vs_baseline["fct.small.p99_us"], 64.0 / 120.0);
+        let text = console_lines(&sc, &s).join("\n");
+        assert!(
+            text.contains(
+                "pooled over all repeats' flows: dctcp 120, tcn 64 ×0.53, same 120 ×1.00"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -1136,8 +1647,7 @@ pub(crate) mod tests {
         );
         assert!(
             lines.iter().any(|l| l.trim_start().starts_with("tcn")
-                && l.contains("×0.50")
-                && l.contains("lower")),
+                && l.contains("×0.51 (0.47–0.56) lower (p<0.001, Holm 0.002, 3 pairs)")),
             "{text}"
         );
         assert!(

@@ -96,6 +96,7 @@ pub(super) fn run_combo(
         } else {
             Vec::new()
         },
+        retried: 0,
     };
     read_traffic(sc, &procs, &mut r)?;
     write_json(&dir.join("result.json"), &r)?;
@@ -263,7 +264,11 @@ fn host_totals(
 /// Stops the switch; its exit JSON.
 fn stop_switch(mut switch: Proc, dir: &Path) -> Result<Value> {
     let status = switch.stop(Duration::from_secs(10));
-    if !status.is_some_and(|s| s.success()) {
+    // 3: it ran, and its exit JSON says NOT FAITHFUL — read below.
+    let clean = |s: std::process::ExitStatus| {
+        s.success() || s.code() == Some(crate::cli::EXIT_NOT_FAITHFUL.into())
+    };
+    if !status.is_some_and(clean) {
         bail!(
             "the switch did not exit cleanly ({status:?}); see {}",
             dir.join("switch.log").display()
