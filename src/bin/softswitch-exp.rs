@@ -83,33 +83,40 @@ enum Cmd {
     /// Rebuild summary.json, stats.csv and the figures of existing results
     /// from what each repeat stored, without running anything (no root);
     /// several directories of one scenario are merged.
+    ///
+    /// With --markdown, prints a Markdown table of --metrics with its
+    /// provenance and statistics instead (what the docs' generated tables
+    /// are; `softswitch-exp docs` rewrites them).
     Report {
-        /// Results directories (`softswitch-exp run --out`).
-        #[arg(required = true)]
-        dirs: Vec<PathBuf>,
-        /// Compare against this AQM instead of the scenario's baseline.
-        #[arg(long, value_name = "AQM", conflicts_with = "compare")]
-        baseline: Option<String>,
+        #[command(flatten)]
+        args: exp::markdown::ReportArgs,
         /// Write here (default: the one directory given; needed with several).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Keep each directory apart instead of merging: runs of one
-        /// scenario at different time dilations D (or rates, or days) become
-        /// schemes of their own, each AQM against itself in the first
-        /// directory (`D4:tcn` against `D1:tcn`), each point with its
-        /// spread and a verdict per metric — dilation invariance.
+    },
+    /// Keep a finished run's raw results in a compact form (no root):
+    /// its manifest, every combination's result, switch exit report and
+    /// host counters (also of the attempts set aside), its summary and
+    /// stats — gzip-compressed, without time series, captures or logs.
+    /// `report` reads an archived run as it reads a results directory.
+    Archive {
+        /// The results directory (`softswitch-exp run --out`).
+        results: PathBuf,
+        /// Where to keep it (new or empty), e.g. archive/<experiment>/<run>.
+        to: PathBuf,
+    },
+    /// Regenerate (or with --check, verify) every generated table of
+    /// Markdown files — the blocks between `<!-- softswitch-exp report
+    /// ARGS -->` and `<!-- end -->` — from the results they name (no root).
+    /// Run it from the repository's top directory.
+    Docs {
+        /// Only check: exit 1 naming every table that differs from what its
+        /// results give.
         #[arg(long)]
-        compare: bool,
-        /// With --compare: the name of each directory's runs, in order
-        /// (default `D<d>` when D differs, else the rate, else run1, run2, …).
-        #[arg(long, value_name = "NAME", requires = "compare")]
-        label: Vec<String>,
-        /// Compare with this test instead of the scenario's `[stats] test`:
-        /// paired (per seed, the default), wilcoxon (per seed), welch or
-        /// mann-whitney (unpaired) — to re-analyse results made with
-        /// another.
-        #[arg(long, value_name = "TEST")]
-        test: Option<String>,
+        check: bool,
+        /// The Markdown files (default: README.md, scenarios/README.md,
+        /// BENCHMARKS.md).
+        files: Vec<PathBuf>,
     },
     /// Find how this machine runs the scenario faithfully (root): by
     /// default the smallest time dilation D (1, 2, 4, 8, …, or from
@@ -276,16 +283,32 @@ fn print_outcome(console: &[String], notes: &[String], files: &[PathBuf]) {
 }
 
 /// `softswitch-exp report`.
-fn report(
-    dirs: Vec<PathBuf>,
-    baseline: Option<String>,
-    out: Option<PathBuf>,
-    apart: Option<Vec<String>>,
-    test: Option<exp::scenario::TestMethod>,
-) -> ExitCode {
-    let out = match (out, dirs.as_slice()) {
+fn report(args: exp::markdown::ReportArgs, out: Option<PathBuf>) -> ExitCode {
+    if args.markdown {
+        let command = format!(
+            "softswitch-exp report {}",
+            std::env::args().skip(2).collect::<Vec<_>>().join(" ")
+        );
+        return match exp::markdown::table(&args, Path::new(""), &command) {
+            Ok(t) => {
+                print!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("softswitch-exp: report: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let out = match (out, args.dirs.as_slice()) {
         (Some(o), _) => o,
-        (None, [one]) => one.clone(),
+        (None, [one]) if !exp::archive::is_archive(one) => one.clone(),
+        (None, [_]) => {
+            eprintln!(
+                "softswitch-exp: report: an archived run is not rewritten; say where to write (--out DIR)"
+            );
+            return ExitCode::from(2);
+        }
         (None, _) => {
             eprintln!(
                 "softswitch-exp: report: with several directories, say where to write (--out DIR)"
@@ -293,17 +316,9 @@ fn report(
             return ExitCode::from(2);
         }
     };
-    let loaded = match &apart {
-        Some(labels) => exp::report::load_apart(&dirs, labels),
-        None => exp::report::load(&dirs),
-    }
-    .map(|mut l| {
-        if let Some(t) = test {
-            l.sc.stats.test = t;
-        }
-        l
-    });
-    let result = loaded.and_then(|loaded| exp::report::write(&out, &loaded, baseline.as_deref()));
+    let result = args
+        .load(Path::new(""))
+        .and_then(|loaded| exp::report::write(&out, &loaded, args.baseline.as_deref()));
     match result {
         Ok(r) => {
             println!(
@@ -319,6 +334,77 @@ fn report(
             eprintln!("softswitch-exp: report: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `softswitch-exp archive`.
+fn archive(results: &Path, to: &Path) -> ExitCode {
+    match exp::archive::write(results, to) {
+        Ok(a) => {
+            println!(
+                "archived {} combinations ({} of them attempts set aside) of {} → {} ({:.1} MB)",
+                a.combos,
+                a.set_aside,
+                results.display(),
+                a.dir.display(),
+                a.bytes as f64 / 1e6
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("softswitch-exp: archive: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `softswitch-exp docs`.
+fn docs(check: bool, files: Vec<PathBuf>) -> ExitCode {
+    let files: Vec<PathBuf> = if files.is_empty() {
+        exp::markdown::DOCS.iter().map(PathBuf::from).collect()
+    } else {
+        files
+    };
+    let mut stale = Vec::new();
+    for f in &files {
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("softswitch-exp: docs: {}: {e}", f.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        let new = match exp::markdown::regenerate(&text, Path::new("")) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("softswitch-exp: docs: {}: {e:#}", f.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        let n = exp::markdown::blocks(&text).map_or(0, |b| b.len());
+        if new == text {
+            println!("{}: {n} generated tables, all up to date", f.display());
+        } else if check {
+            println!(
+                "{}: a generated table differs from its results",
+                f.display()
+            );
+            stale.push(f.display().to_string());
+        } else if let Err(e) = std::fs::write(f, new) {
+            eprintln!("softswitch-exp: docs: {}: {e}", f.display());
+            return ExitCode::FAILURE;
+        } else {
+            println!("{}: {n} generated tables rewritten", f.display());
+        }
+    }
+    if stale.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "softswitch-exp: docs: out of date: {} (run `softswitch-exp docs` to rewrite them)",
+            stale.join(", ")
+        );
+        ExitCode::FAILURE
     }
 }
 
@@ -392,23 +478,9 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             }
             Ok(run_and_report(&sc, &name, &opts, allow_unfaithful))
         }
-        Cmd::Report {
-            dirs,
-            baseline,
-            out,
-            compare,
-            label,
-            test,
-        } => {
-            let test = test
-                .map(|t| t.parse::<exp::scenario::TestMethod>())
-                .transpose()
-                .map_err(|e| {
-                    eprintln!("softswitch-exp: --test: {e}");
-                    ExitCode::from(2)
-                })?;
-            Ok(report(dirs, baseline, out, compare.then_some(label), test))
-        }
+        Cmd::Report { args, out } => Ok(report(args, out)),
+        Cmd::Archive { results, to } => Ok(archive(&results, &to)),
+        Cmd::Docs { check, files } => Ok(docs(check, files)),
         Cmd::Calibrate {
             scenario,
             out,

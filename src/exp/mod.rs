@@ -21,7 +21,9 @@
 //!   at which this machine holds it faithfully.
 //! * [`runner`] — processes, namespaces, guards (root).
 
+pub mod archive;
 pub mod figures;
+pub mod markdown;
 pub mod plot;
 pub mod report;
 pub mod results;

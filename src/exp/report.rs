@@ -16,6 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::archive;
 use super::figures::{self, FigureInput};
 use super::results::{ComboResult, StoredResult};
 use super::scenario::{Scenario, SweepValue, TestMethod};
@@ -38,6 +39,48 @@ pub struct Loaded {
     /// Runs kept apart ([`load_apart`]): the first directory's label, whose
     /// schemes the others' same AQMs are compared with.
     pub reference: Option<String>,
+    /// Where each directory's runs came from, in order.
+    pub provenance: Vec<Provenance>,
+}
+
+/// Where a directory's results came from (its `manifest.json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Provenance {
+    /// The directory (a results directory or an archived run).
+    pub dir: String,
+    /// The commit the run's binaries were built from.
+    pub git_commit: String,
+    /// Whether their sources differed from it (`null`: not recorded).
+    pub git_dirty: Option<bool>,
+    /// The command that made the run (`null`: not recorded).
+    pub command: Option<String>,
+    /// The kernel it ran on.
+    pub kernel: String,
+    /// The machine (`cpus`, `cpu_model`, `mem_gb`, `hostname`).
+    pub machine: Value,
+    /// `--quick`.
+    pub quick: bool,
+    /// When it started (UTC).
+    pub started: String,
+    /// Its shard (`K/N`), when it ran one.
+    pub shard: Option<String>,
+}
+
+impl Provenance {
+    fn of(dir: &Path, v: &Value) -> Self {
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        Provenance {
+            dir: dir.display().to_string(),
+            git_commit: v["git_commit"].as_str().unwrap_or("unknown").to_owned(),
+            git_dirty: v["git_dirty"].as_bool(),
+            command: v["command"].as_str().map(String::from),
+            kernel: s("kernel"),
+            machine: v["machine"].clone(),
+            quick: v["quick"].as_bool().unwrap_or(false),
+            started: s("started"),
+            shard: v["shard"].as_str().map(String::from),
+        }
+    }
 }
 
 /// What one directory's manifest says about the run.
@@ -50,6 +93,8 @@ struct Manifest {
     /// Unfaithful attempts set aside per combination directory
     /// (`retried`).
     retried: BTreeMap<String, u32>,
+    /// Where it came from.
+    provenance: Provenance,
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
@@ -86,6 +131,7 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
         scaling: v["scaling"].clone(),
         combos,
         retried,
+        provenance: Provenance::of(dir, &v),
     })
 }
 
@@ -98,17 +144,43 @@ fn mergeable(sc: &Scenario) -> Scenario {
     s
 }
 
-/// The directories of the combinations the manifest lists that completed
-/// (have a `result.json`), sorted: nothing else in `dir` is read.
-fn combo_dirs<'m>(dir: &Path, m: &'m Manifest) -> Vec<(&'m str, PathBuf)> {
-    let mut v: Vec<(&str, PathBuf)> = m
-        .combos
-        .iter()
-        .map(|c| (c.2.as_str(), dir.join(&c.2)))
-        .filter(|(_, p)| p.join("result.json").is_file())
-        .collect();
-    v.sort();
-    v
+/// The results of the combinations the manifest lists that completed
+/// (have a `result.json`, or an entry in an archived run's combinations),
+/// by directory name: nothing else in `dir` is read.
+fn combo_results(dir: &Path, m: &Manifest) -> Result<Vec<(String, StoredResult)>> {
+    let mut names: Vec<&str> = m.combos.iter().map(|c| c.2.as_str()).collect();
+    names.sort_unstable();
+    let archived = if archive::is_archive(dir) {
+        Some(archive::read_combos(dir)?)
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let path = dir.join(name);
+        let stored = match &archived {
+            Some(combos) => {
+                let Some(e) = combos.get(name) else {
+                    continue;
+                };
+                StoredResult {
+                    result: ComboResult::deserialize(&e["result"]).with_context(|| {
+                        format!(
+                            "{}: {name}'s result",
+                            dir.join(archive::COMBOS_FILE).display()
+                        )
+                    })?,
+                    dir: path,
+                }
+            }
+            None if path.join("result.json").is_file() => {
+                StoredResult::load(&path).map_err(|e| anyhow!(e))?
+            }
+            None => continue,
+        };
+        out.push((name.to_owned(), stored));
+    }
+    Ok(out)
 }
 
 impl Loaded {
@@ -142,15 +214,15 @@ impl Loaded {
     /// repeats it asked for, each AQM named by `name` (the identity when
     /// merging, `<label>:<aqm>` when comparing apart).
     fn add_dir(&mut self, dir: &Path, m: &Manifest, name: impl Fn(&str) -> String) -> Result<()> {
-        for (combo, d) in combo_dirs(dir, m) {
-            let mut s = StoredResult::load(&d).map_err(|e| anyhow!(e))?;
+        for (combo, mut s) in combo_results(dir, m)? {
             s.result.aqm = name(&s.result.aqm);
-            s.result.retried = m.retried.get(combo).copied().unwrap_or(0);
+            s.result.retried = m.retried.get(&combo).copied().unwrap_or(0);
             self.results.push(s);
         }
         for (aqm, sweep, _) in &m.combos {
             *self.asked.entry((name(aqm), sweep.tag())).or_default() += 1;
         }
+        self.provenance.push(m.provenance.clone());
         Ok(())
     }
 
@@ -169,8 +241,16 @@ impl Loaded {
     }
 }
 
-/// Reads one or more results directories of the same scenario.
+/// Reads one or more results directories of the same scenario, made by one
+/// commit.
 pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
+    load_with(dirs, false)
+}
+
+/// [`load`]; `mixed_commits` lets directories made by different commits
+/// (or by dirty sources) merge, with a note — otherwise refused, since the
+/// merged summary would say nothing about which code made its numbers.
+pub fn load_with(dirs: &[PathBuf], mixed_commits: bool) -> Result<Loaded> {
     let Some(first_dir) = dirs.first() else {
         bail!("no results directory given");
     };
@@ -183,9 +263,26 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
         asked: BTreeMap::new(),
         notes: Vec::new(),
         reference: None,
+        provenance: Vec::new(),
     };
     for dir in dirs {
         let m = read_manifest(dir)?;
+        let (a, b) = (&first.provenance, &m.provenance);
+        if a.git_commit != b.git_commit || a.git_dirty != b.git_dirty {
+            let what = format!(
+                "{} was made by commit {}{} and {} by {}{}",
+                first_dir.display(),
+                a.git_commit,
+                dirty_mark(a.git_dirty),
+                dir.display(),
+                b.git_commit,
+                dirty_mark(b.git_dirty)
+            );
+            if !mixed_commits {
+                bail!("{what}: merging them would hide which code made which numbers (--allow-mixed-commits merges them anyway, with a note)");
+            }
+            loaded.notes.push(format!("merged across commits: {what}"));
+        }
         if mergeable(&m.sc) != mergeable(&first.sc) || m.scaling != first.scaling {
             bail!(
                 "{} ran another scenario (or another rate or time dilation) than {} — only repeats of one scenario merge",
@@ -198,6 +295,14 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
     loaded.require_results(dirs)?;
     loaded.notes.extend(same_seeds(&loaded.results));
     Ok(loaded)
+}
+
+fn dirty_mark(d: Option<bool>) -> &'static str {
+    match d {
+        Some(true) => " (sources dirty)",
+        Some(false) => "",
+        None => " (dirty: not recorded)",
+    }
 }
 
 /// The scenario without what may differ between runs that are compared
@@ -292,6 +397,7 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
         asked: BTreeMap::new(),
         notes: Vec::new(),
         reference: Some(labels[0].clone()),
+        provenance: Vec::new(),
     };
     let mut compared = Vec::new();
     for ((m, dir), label) in manifests.into_iter().zip(dirs).zip(&labels) {
@@ -358,17 +464,8 @@ pub fn summary_json(s: &Summary) -> Result<String> {
 /// scenario's); runs kept apart compare each AQM with itself in the first
 /// directory instead, and take no `baseline`.
 pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Report> {
-    let results: Vec<&ComboResult> = loaded.results.iter().map(|s| &s.result).collect();
-    let against = loaded.against(baseline)?;
+    let summary = summarize(loaded, baseline)?;
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let input = SummaryInput {
-        sc: &loaded.sc,
-        name: &loaded.name,
-        against,
-        scaling: loaded.scaling.clone(),
-        asked: loaded.asked.clone(),
-    };
-    let summary = summary::summarize(&input, &results);
     let mut files = vec![out.join("summary.json"), out.join("stats.csv")];
     fs::write(&files[0], summary_json(&summary)?)
         .with_context(|| format!("writing {}", files[0].display()))?;
@@ -391,6 +488,26 @@ pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Repo
         notes,
         console,
     })
+}
+
+/// The summary of `loaded`, compared against `baseline` (default: the
+/// scenario's; none for runs kept apart), with where its runs came from.
+pub fn summarize(loaded: &Loaded, baseline: Option<&str>) -> Result<Summary> {
+    let results: Vec<&ComboResult> = loaded.results.iter().map(|s| &s.result).collect();
+    let input = SummaryInput {
+        sc: &loaded.sc,
+        name: &loaded.name,
+        against: loaded.against(baseline)?,
+        scaling: loaded.scaling.clone(),
+        asked: loaded.asked.clone(),
+    };
+    let mut s = summary::summarize(&input, &results);
+    s.runs = loaded
+        .provenance
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    Ok(s)
 }
 
 /// One row of `stats.csv`: one number of one point, with its comparison.
@@ -494,7 +611,7 @@ fn write_stats_csv(path: &Path, s: &Summary) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::exp::summary::tests::{combo, flow};
     use crate::exp::summary::Verdict;
@@ -516,7 +633,12 @@ mod tests {
     /// A results directory of `SC` at time dilation `d`: five repeats per
     /// AQM whose small flows take `fct(r)` µs under DCTCP and twice that
     /// under TCN.
-    fn results_dir(root: &Path, name: &str, d: f64, fct: impl Fn(u32) -> u64) -> PathBuf {
+    pub(crate) fn results_dir(
+        root: &Path,
+        name: &str,
+        d: f64,
+        fct: impl Fn(u32) -> u64,
+    ) -> PathBuf {
         let mut sc = Scenario::from_toml(SC, Path::new("t.toml")).unwrap();
         sc.dilation = (d != 1.0).then_some(d);
         let dir = root.join(name);
@@ -547,6 +669,14 @@ mod tests {
             "scenario": sc,
             "scaling": null,
             "combos": combos,
+            "git_commit": "0123456789abcdef0123456789abcdef01234567",
+            "git_dirty": false,
+            "command": "/usr/local/bin/softswitch-exp run t.toml --repeat 5",
+            "kernel": "6.18.0",
+            "machine": {"cpus": 2},
+            "quick": false,
+            "started": "2026-11-29T01:02:03Z",
+            "finished": "2026-11-29T01:32:03Z",
         });
         fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
         dir
@@ -579,6 +709,51 @@ mod tests {
         v: Option<Verdict>,
     ) -> (String, Option<String>, Option<Verdict>) {
         (aqm.into(), baseline.map(String::from), v)
+    }
+
+    #[test]
+    fn runs_of_different_commits_merge_only_when_told() {
+        let root = tempfile::tempdir().unwrap();
+        let a = results_dir(root.path(), "a", 1.0, |r| 100 + r as u64);
+        let b = results_dir(root.path(), "b", 1.0, |r| 100 + r as u64);
+        let m = b.join("manifest.json");
+        let mut v: Value = serde_json::from_str(&fs::read_to_string(&m).unwrap()).unwrap();
+        v["git_dirty"] = Value::Bool(true);
+        fs::write(&m, v.to_string()).unwrap();
+        let e = load(&[a.clone(), b.clone()]).err().unwrap();
+        assert!(e.to_string().contains("(sources dirty)"), "{e}");
+        assert!(e.to_string().contains("--allow-mixed-commits"), "{e}");
+        let l = load_with(&[a.clone(), b.clone()], true).unwrap();
+        assert!(l
+            .notes
+            .iter()
+            .any(|n| n.starts_with("merged across commits")));
+        assert_eq!(l.provenance.len(), 2);
+        assert_eq!(l.provenance[1].git_dirty, Some(true));
+        // The summary names both runs.
+        let s = summarize(&l, None).unwrap();
+        assert_eq!(s.runs.len(), 2);
+        assert_eq!(
+            s.runs[0]["command"],
+            "/usr/local/bin/softswitch-exp run t.toml --repeat 5"
+        );
+    }
+
+    #[test]
+    fn an_archived_run_reports_as_its_results_directory_did() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = results_dir(root.path(), "run", 1.0, |r| 100 + 10 * r as u64);
+        let direct = summarize(&load(std::slice::from_ref(&dir)).unwrap(), None).unwrap();
+        let arch = root.path().join("archive/t/run");
+        archive::write(&dir, &arch).unwrap();
+        let loaded = load(std::slice::from_ref(&arch)).unwrap();
+        let from_archive = summarize(&loaded, None).unwrap();
+        assert_eq!(from_archive.points, direct.points);
+        assert_eq!(from_archive.repeats, direct.repeats);
+        // Files can be written from it elsewhere; figures without queue
+        // traces say so.
+        let r = write(&root.path().join("out"), &loaded, None).unwrap();
+        assert!(r.files.iter().any(|f| f.ends_with("summary.json")));
     }
 
     #[test]

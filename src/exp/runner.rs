@@ -431,6 +431,11 @@ fn manifest(
             .unwrap_or_default(),
         "host_cc": topo.cc,
         "prefix": prefix,
+        // The command line that made the run, quoted where a word needs it.
+        "command": std::env::args()
+            .map(|a| if a.is_empty() || a.contains(char::is_whitespace) { format!("'{a}'") } else { a })
+            .collect::<Vec<_>>()
+            .join(" "),
         "started": started,
         "quick": opts.quick,
         "baseline": sc.baseline_aqm(),

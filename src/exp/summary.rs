@@ -546,6 +546,10 @@ pub struct Summary {
     pub methods: Methods,
     /// Every repeat was judged faithful.
     pub faithful: bool,
+    /// Where the runs came from, per directory: commit, whether the
+    /// sources were dirty, command, kernel, machine (`report` fills it in
+    /// from the manifests).
+    pub runs: Vec<serde_json::Value>,
     /// Per (sweep value, AQM), x ascending, AQMs in scenario order.
     pub points: Vec<Point>,
     /// Every repeat with its numbers.
@@ -989,6 +993,7 @@ pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
         }),
         methods: Methods::of(&sc.stats),
         faithful: results.iter().all(|r| r.fidelity.faithful),
+        runs: Vec::new(),
         points,
         repeats,
     }
