@@ -74,6 +74,13 @@ enum Cmd {
         /// record D. 1 = real time.
         #[arg(long, value_name = "D")]
         dilation: Option<String>,
+        /// Run only shard K of N of the combinations (K from 0, as Slurm's
+        /// array task ids count): a deterministic part whose expected time
+        /// is within one combination of the others' (`softswitch-exp plan
+        /// --shards N` lists them). `report` merges the shards' directories
+        /// into the summary one run would have given.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
         /// Exit 0 even when a kept repeat is NOT FAITHFUL (by default the
         /// run exits 3 then: results are written, but some of its numbers
         /// are not the emulated link's).
@@ -156,6 +163,28 @@ enum Cmd {
         #[arg(long, value_name = "D", default_value_t = 1)]
         min_dilation: u32,
     },
+    /// List a sweep's work (no root): every combination with its seed and
+    /// expected real duration (D included), the total, and with --shards N
+    /// which shard runs each and how long each shard takes.
+    Plan {
+        /// The scenario TOML file.
+        scenario: PathBuf,
+        /// As `run --quick` would run it.
+        #[arg(long)]
+        quick: bool,
+        /// As `run --repeat N`.
+        #[arg(long, value_name = "N")]
+        repeat: Option<u32>,
+        /// As `run --first-repeat K`.
+        #[arg(long, value_name = "K", default_value_t = 0)]
+        first_repeat: u32,
+        /// As `run --dilation D`.
+        #[arg(long, value_name = "D")]
+        dilation: Option<String>,
+        /// Split into this many shards (`run --shard K/N`).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+    },
     /// Validate a scenario and list its combinations (no root).
     Check {
         /// The scenario TOML file.
@@ -209,6 +238,7 @@ fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool
         scaling: None,
         first_repeat: 0,
         retry_unfaithful: 0,
+        shard: None,
     }
 }
 
@@ -429,6 +459,14 @@ fn real_main() -> Result<ExitCode, ExitCode> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Check { scenario } => check(&scenario),
+        Cmd::Plan {
+            scenario,
+            quick,
+            repeat,
+            first_repeat,
+            dilation,
+            shards,
+        } => plan(&scenario, quick, repeat, first_repeat, dilation, shards),
         Cmd::Run {
             scenario,
             out,
@@ -441,6 +479,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             retry_unfaithful,
             dilation,
             allow_unfaithful,
+            shard,
         } => {
             let mut sc = load(&scenario)?;
             if let Some(d) = dilation {
@@ -471,6 +510,12 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             let mut opts = options(&scenario, out, quick, !no_progress);
             opts.first_repeat = first_repeat;
             opts.retry_unfaithful = retry_unfaithful;
+            if let Some(s) = shard {
+                opts.shard = Some(s.parse().map_err(|e| {
+                    eprintln!("softswitch-exp: --shard {e}");
+                    ExitCode::from(2)
+                })?);
+            }
             if let Some(r) = rate {
                 let (s, how) = scale(&sc, &r, "--rate on the command line")?;
                 sc = s;
@@ -507,6 +552,42 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             ),
         },
     }
+}
+
+/// `softswitch-exp plan`.
+fn plan(
+    scenario: &Path,
+    quick: bool,
+    repeat: Option<u32>,
+    first_repeat: u32,
+    dilation: Option<String>,
+    shards: Option<usize>,
+) -> Result<ExitCode, ExitCode> {
+    let mut sc = load(scenario)?;
+    if let Some(n) = repeat.filter(|&n| n > 0) {
+        sc.repeat = n;
+    }
+    if let Some(d) = dilation {
+        let d: Dilation = d.parse().map_err(|e| {
+            eprintln!("softswitch-exp: --dilation: {e}");
+            ExitCode::from(2)
+        })?;
+        sc.dilation = Some(d.factor());
+    }
+    if shards == Some(0) {
+        eprintln!("softswitch-exp: --shards 0: use at least 1");
+        return Err(ExitCode::from(2));
+    }
+    let dir = scenario.parent().map(PathBuf::from).unwrap_or_default();
+    let jobs = exp::plan::jobs(&sc, quick, first_repeat, &dir).map_err(|e| {
+        eprintln!("softswitch-exp: plan: {e:#}");
+        ExitCode::FAILURE
+    })?;
+    println!("{}:", sc.name_or(scenario));
+    for l in exp::plan::describe(&sc, &jobs, shards) {
+        println!("{l}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `softswitch-exp check`: validate and list the combinations.

@@ -24,6 +24,7 @@
 pub mod archive;
 pub mod figures;
 pub mod markdown;
+pub mod plan;
 pub mod plot;
 pub mod report;
 pub mod results;

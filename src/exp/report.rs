@@ -265,7 +265,14 @@ pub fn load_with(dirs: &[PathBuf], mixed_commits: bool) -> Result<Loaded> {
         reference: None,
         provenance: Vec::new(),
     };
-    for dir in dirs {
+    for (i, dir) in dirs.iter().enumerate() {
+        let canon = |d: &Path| d.canonicalize().unwrap_or_else(|_| d.to_owned());
+        if dirs[..i].iter().any(|d| canon(d) == canon(dir)) {
+            bail!(
+                "{} is given twice: its repeats would count twice",
+                dir.display()
+            );
+        }
         let m = read_manifest(dir)?;
         let (a, b) = (&first.provenance, &m.provenance);
         if a.git_commit != b.git_commit || a.git_dirty != b.git_dirty {
@@ -737,6 +744,79 @@ pub(crate) mod tests {
             s.runs[0]["command"],
             "/usr/local/bin/softswitch-exp run t.toml --repeat 5"
         );
+    }
+
+    #[test]
+    fn shards_merge_into_the_summary_of_one_run() {
+        let root = tempfile::tempdir().unwrap();
+        let whole = results_dir(root.path(), "whole", 1.0, |r| 100 + 10 * r as u64);
+        let mpath = whole.join("manifest.json");
+        let mut m: Value = serde_json::from_str(&fs::read_to_string(&mpath).unwrap()).unwrap();
+        m["retried"] = serde_json::json!([
+            {"dir": "tcn-load0.50-r2", "kept_as": "tcn-load0.50-r2.unfaithful1", "reasons": []}
+        ]);
+        fs::write(&mpath, m.to_string()).unwrap();
+        let one = summarize(&load(std::slice::from_ref(&whole)).unwrap(), None).unwrap();
+
+        let mut sc = Scenario::from_toml(SC, Path::new("t.toml")).unwrap();
+        sc.repeat = 5;
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let jobs = crate::exp::plan::jobs(&sc, false, 0, base).unwrap();
+        let n = 3;
+        let mut dirs = Vec::new();
+        for k in 0..n {
+            let shard = crate::exp::plan::Shard { k, n };
+            let mine: Vec<String> = crate::exp::plan::shard_jobs(&jobs, shard)
+                .into_iter()
+                .map(|j| j.dir)
+                .collect();
+            let dir = root.path().join(format!("shard{k}"));
+            for d in &mine {
+                fs::create_dir_all(dir.join(d)).unwrap();
+                fs::copy(
+                    whole.join(d).join("result.json"),
+                    dir.join(d).join("result.json"),
+                )
+                .unwrap();
+            }
+            let mut sm = m.clone();
+            sm["combos"] = Value::Array(
+                m["combos"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| mine.iter().any(|d| c["dir"] == d.as_str()))
+                    .cloned()
+                    .collect(),
+            );
+            sm["retried"] = Value::Array(
+                m["retried"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| mine.iter().any(|d| c["dir"] == d.as_str()))
+                    .cloned()
+                    .collect(),
+            );
+            sm["shard"] = Value::String(shard.to_string());
+            fs::write(dir.join("manifest.json"), sm.to_string()).unwrap();
+            dirs.push(dir);
+        }
+        // Merged in any order: the same points, repeats, pairing and
+        // attempts as the one run.
+        dirs.reverse();
+        let loaded = load(&dirs).unwrap();
+        assert!(loaded.notes.is_empty(), "{:?}", loaded.notes);
+        let merged = summarize(&loaded, None).unwrap();
+        assert_eq!(merged.points, one.points);
+        assert_eq!(merged.repeats, one.repeats);
+        assert_eq!(merged.faithful, one.faithful);
+        assert_eq!(merged.points[1].attempts.after_retry, 1);
+        assert_eq!(merged.runs.len(), n);
+        assert_eq!(merged.runs[0]["shard"], "2/3");
+        // A directory given twice is not counted twice.
+        let e = load(&[dirs[0].clone(), dirs[0].clone()]).err().unwrap();
+        assert!(e.to_string().contains("twice"), "{e}");
     }
 
     #[test]

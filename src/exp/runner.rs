@@ -40,6 +40,7 @@ use crate::units::parse_duration;
 
 mod combo;
 mod traffic;
+pub(crate) use traffic::resolve;
 
 /// TCP port of the generator's servers.
 pub const SERVER_PORT: u16 = 5001;
@@ -86,6 +87,9 @@ pub struct RunOptions {
     /// many more times (`--retry-unfaithful`), keeping each unfaithful
     /// attempt as `<dir>.unfaithful<k>`.
     pub retry_unfaithful: u32,
+    /// Run only this shard of the combinations (`--shard K/N`,
+    /// [`super::plan`]).
+    pub shard: Option<super::plan::Shard>,
 }
 
 /// What a finished run produced.
@@ -315,7 +319,7 @@ fn run_inner(
     prefix: &str,
     t0: Instant,
 ) -> Result<RunReport> {
-    let combos = sc.combos_from(opts.first_repeat);
+    let combos = shard_combos(sc, opts)?;
     fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
     let started = crate::timebase::utc_now_rfc3339();
     let cfg = topo_config(sc, prefix)?;
@@ -351,6 +355,29 @@ fn run_inner(
         elapsed: t0.elapsed(),
         faithful: rep.summary.faithful,
     })
+}
+
+/// The combinations this run makes: all of them, or its shard's.
+fn shard_combos(sc: &Scenario, opts: &RunOptions) -> Result<Vec<Combo>> {
+    let all = sc.combos_from(opts.first_repeat);
+    let Some(shard) = opts.shard else {
+        return Ok(all);
+    };
+    let jobs = super::plan::jobs(sc, opts.quick, opts.first_repeat, &opts.scenario_dir)?;
+    let mine: Vec<usize> = super::plan::shard_jobs(&jobs, shard)
+        .iter()
+        .map(|j| j.index)
+        .collect();
+    if mine.is_empty() {
+        bail!(
+            "shard {shard} has no combination: the scenario has {} (use fewer shards)",
+            all.len()
+        );
+    }
+    Ok(all
+        .into_iter()
+        .filter(|c| mine.contains(&c.index))
+        .collect())
 }
 
 /// The hosts' settings from `[topology]`.
@@ -445,6 +472,7 @@ fn manifest(
         "scaling": opts.scaling,
         "dilation": sc.dilation(),
         "rps": sc.rps().to_string(),
+        "shard": opts.shard.map(|s| s.to_string()),
     })
 }
 
@@ -792,6 +820,7 @@ pub(super) mod tests {
             scaling: None,
             first_repeat: 0,
             retry_unfaithful: 0,
+            shard: None,
         }
     }
 

@@ -338,7 +338,7 @@ pub(super) fn finish_ping(ping: Option<Proc>, dir: &Path, d: Dilation) -> Option
 }
 
 /// A relative path from the scenario's directory if it exists there, else as given.
-pub(super) fn resolve(base: &Path, p: &str) -> PathBuf {
+pub(crate) fn resolve(base: &Path, p: &str) -> PathBuf {
     let p = Path::new(p);
     if p.is_absolute() {
         return p.to_owned();
