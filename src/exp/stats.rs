@@ -717,6 +717,28 @@ mod tests {
         assert!(wilcoxon_signed_rank(&[0.0, 0.0]).is_none());
     }
 
+    /// `scripts/static-phases.py` (the DiffECN phase tables) makes the
+    /// same paired comparisons in Python: its own check against the same
+    /// reference values must pass.
+    #[test]
+    fn the_phase_script_agrees_with_scipy() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/static-phases.py");
+        let out = match std::process::Command::new("python3")
+            .args([script, "--self-test"])
+            .output()
+        {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("the_phase_script_agrees_with_scipy: no python3 ({e}); not run");
+                return;
+            }
+        };
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("agree with scipy"), "{text}");
+    }
+
     #[test]
     fn mann_whitney_floor_with_few_repeats() {
         // Complete separation is the most extreme outcome: 2 / C(n1+n2, n1).
