@@ -20,6 +20,8 @@ APT_PKGS=(
   m4 libclang-dev llvm libpcap-dev                 # only for --features xsk-rs (libxdp-sys builds libxdp)
   fonts-dejavu-core                                # text in the experiment plots (plotters)
   tshark                                           # reads --pcap captures back in the netns tests
+  slurm-wlm munge                                  # netns-tests/slurm.rs: scripts/slurm-sweep.sh on a Slurm of the test's own
+                                                   # (no /etc/slurm/slurm.conf: Debian's slurmctld and slurmd services stay down)
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do
