@@ -60,6 +60,10 @@ pub struct ReportArgs {
     /// with a note; refused otherwise.
     #[arg(long)]
     pub allow_mixed_commits: bool,
+    /// Merge an incomplete set of shards (`run --shard K/N`), with a note;
+    /// refused otherwise.
+    #[arg(long)]
+    pub allow_partial_shards: bool,
     /// Print a Markdown table of `--metrics` (with its provenance and
     /// statistics) instead of writing summary files.
     #[arg(long)]
@@ -115,7 +119,13 @@ impl ReportArgs {
         let mut loaded = if self.compare {
             report::load_apart(&dirs, &self.label)?
         } else {
-            report::load_with(&dirs, self.allow_mixed_commits)?
+            report::load_with(
+                &dirs,
+                report::Merge {
+                    mixed_commits: self.allow_mixed_commits,
+                    partial_shards: self.allow_partial_shards,
+                },
+            )?
         };
         if let Some(t) = self.test_method()? {
             loaded.sc.stats.test = t;

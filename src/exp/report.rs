@@ -244,13 +244,27 @@ impl Loaded {
 /// Reads one or more results directories of the same scenario, made by one
 /// commit.
 pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
-    load_with(dirs, false)
+    load_with(dirs, Merge::default())
 }
 
-/// [`load`]; `mixed_commits` lets directories made by different commits
-/// (or by dirty sources) merge, with a note — otherwise refused, since the
-/// merged summary would say nothing about which code made its numbers.
-pub fn load_with(dirs: &[PathBuf], mixed_commits: bool) -> Result<Loaded> {
+/// What [`load_with`] lets through when merging.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Merge {
+    /// Directories made by different commits (or dirty sources).
+    pub mixed_commits: bool,
+    /// An incomplete set of shards (`run --shard K/N`).
+    pub partial_shards: bool,
+}
+
+/// [`load`]; `merge.mixed_commits` lets directories made by different
+/// commits (or by dirty sources) merge, with a note — otherwise refused,
+/// since the merged summary would say nothing about which code made its
+/// numbers. Shards (`run --shard K/N`) merge only as a whole set — every K
+/// of one N once, and nothing unsharded beside them — unless
+/// `merge.partial_shards` (a summary of a partial set would not know what
+/// the missing shards asked for).
+pub fn load_with(dirs: &[PathBuf], merge: Merge) -> Result<Loaded> {
+    let mixed_commits = merge.mixed_commits;
     let Some(first_dir) = dirs.first() else {
         bail!("no results directory given");
     };
@@ -300,8 +314,50 @@ pub fn load_with(dirs: &[PathBuf], mixed_commits: bool) -> Result<Loaded> {
         loaded.add_dir(dir, &m, str::to_owned)?;
     }
     loaded.require_results(dirs)?;
+    check_shards(&loaded.provenance, merge.partial_shards, &mut loaded.notes)?;
     loaded.notes.extend(same_seeds(&loaded.results));
     Ok(loaded)
+}
+
+/// Shards merge as a whole set (see [`load_with`]).
+fn check_shards(runs: &[Provenance], partial: bool, notes: &mut Vec<String>) -> Result<()> {
+    let shards: Vec<Option<(usize, usize)>> = runs
+        .iter()
+        .map(|p| {
+            let s: super::plan::Shard = p.shard.as_deref()?.parse().ok()?;
+            Some((s.k, s.n))
+        })
+        .collect();
+    if shards.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let mut problems = Vec::new();
+    if shards.iter().any(Option::is_none) {
+        problems.push("some directories are shards and some are not".to_owned());
+    }
+    let ns: std::collections::BTreeSet<usize> = shards.iter().flatten().map(|s| s.1).collect();
+    if ns.len() > 1 {
+        problems.push(format!("shards of different N: {ns:?}"));
+    }
+    if let Some(&n) = ns.iter().next() {
+        let have: Vec<usize> = shards.iter().flatten().map(|s| s.0).collect();
+        let missing: Vec<String> = (0..n)
+            .filter(|k| !have.contains(k))
+            .map(|k| format!("{k}/{n}"))
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!("shard {} missing", missing.join(", ")));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let what = problems.join("; ");
+    if !partial {
+        bail!("{what}: a merged summary of part of a sweep would not know what the rest asked for (--allow-partial-shards merges them anyway, with a note)");
+    }
+    notes.push(format!("partial set of shards merged: {what}"));
+    Ok(())
 }
 
 fn dirty_mark(d: Option<bool>) -> &'static str {
@@ -730,7 +786,14 @@ pub(crate) mod tests {
         let e = load(&[a.clone(), b.clone()]).err().unwrap();
         assert!(e.to_string().contains("(sources dirty)"), "{e}");
         assert!(e.to_string().contains("--allow-mixed-commits"), "{e}");
-        let l = load_with(&[a.clone(), b.clone()], true).unwrap();
+        let l = load_with(
+            &[a.clone(), b.clone()],
+            Merge {
+                mixed_commits: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(l
             .notes
             .iter()
@@ -814,6 +877,23 @@ pub(crate) mod tests {
         assert_eq!(merged.points[1].attempts.after_retry, 1);
         assert_eq!(merged.runs.len(), n);
         assert_eq!(merged.runs[0]["shard"], "2/3");
+        // Part of the shards: refused, or merged with a note when asked.
+        let e = load(&dirs[..2]).err().unwrap();
+        assert!(e.to_string().contains("shard 0/3 missing"), "{e}");
+        let part = load_with(
+            &dirs[..2],
+            Merge {
+                partial_shards: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(part
+            .notes
+            .iter()
+            .any(|n| n.contains("partial set of shards")));
+        let e = load(&[dirs[0].clone(), whole.clone()]).err().unwrap();
+        assert!(e.to_string().contains("some directories are shards"), "{e}");
         // A directory given twice is not counted twice.
         let e = load(&[dirs[0].clone(), dirs[0].clone()]).err().unwrap();
         assert!(e.to_string().contains("twice"), "{e}");
