@@ -140,9 +140,40 @@ fn command_line_errors_name_the_option() {
         &["--raqm-opt", "--aqm r-aqm"],
     );
     // Sizes and counts that cannot work.
-    refused(&with(&["--buffer", "1000"]), &["--buffer", "1514"]);
-    refused(&with(&["--queue-limit", "10"]), &["queue limit", "1514"]);
-    refused(&with(&["--bucket", "10"]), &["--bucket", "1538"]);
+    refused(&with(&["--buffer", "1000b"]), &["--buffer", "1514b"]);
+    refused(&with(&["--queue-limit", "10b"]), &["queue limit", "1514b"]);
+    refused(&with(&["--bucket", "10b"]), &["--bucket", "1538b"]);
+    // A time or a size without its unit (a bare AQM time once meant ns).
+    refused(
+        &with(&["--aqm", "tcn", "--aqm-opt", "threshold=100"]),
+        &["threshold=100: a time needs a unit — write 100us (or 100ns, 100ms)"],
+    );
+    refused(
+        &with(&["--aqm", "dctcp", "--aqm-opt", "k=30000"]),
+        &[
+            "k=30000: a size needs a unit — write 30000b",
+            "unit=packets",
+        ],
+    );
+    refused(
+        &with(&["--aqm", "r-aqm", "--raqm-opt", "interval=60"]),
+        &[
+            "--aqm r-aqm",
+            "interval=60: a time needs a unit — write 60us",
+        ],
+    );
+    refused(
+        &with(&["--rtt", "250"]),
+        &["rtt: a time needs a unit — write 250us"],
+    );
+    refused(
+        &with(&["--buffer", "96000"]),
+        &["buffer: a size needs a unit — write 96000b"],
+    );
+    refused(
+        &with(&["--rate", "1000"]),
+        &["rate: a rate needs a unit — write 1000mbit"],
+    );
     refused(&with(&["--quantum", "0"]), &["--quantum"]);
     refused(&with(&["--quantum", "1x,2"]), &["--quantum", "1x,2"]);
     refused(&with(&["--sched", "wfq", "--weights", "0"]), &["--weights"]);
@@ -213,11 +244,38 @@ fn config_file_errors_name_the_key() {
             "ports = [\"a\", \"b\"]\naqm = \"red\"\n[aqm_opts]\nmin_th = \"100kb\"\nmax_th = \"50kb\"\n",
             &["min_th", "max_th"],
         ),
+        // Times and sizes without their unit.
+        (
+            "bare-aqm-time.toml",
+            "ports = [\"a\", \"b\"]\naqm = \"tcn\"\n[aqm_opts]\nthreshold = 100\n",
+            &["threshold=100: a time needs a unit — write 100us"],
+        ),
+        (
+            "bare-raqm-time.toml",
+            "ports = [\"a\", \"b\"]\naqm = \"r-aqm\"\n[raqm_opts]\nstale = 5\n",
+            &["stale=5: a time needs a unit — write 5us"],
+        ),
+        ("bare-rtt.toml", "ports = [\"a\", \"b\"]\nrtt = \"250\"\n", &["rtt: a time needs a unit"]),
+        (
+            "bare-topology-delay.toml",
+            "ports = [\"a\", \"b\"]\ntopology = \"TOPO\"\n",
+            &["--topology", "line 10: delay: a time needs a unit — write 100us"],
+        ),
     ];
+    // A fabric's topology file, named by the config file.
+    let topo = config(
+        "bare-delay-topology.toml",
+        "[[switch]]\nname = \"l\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"r\"\n\
+         hosts = [\"h2\"]\n[[link]]\na = \"l\"\nb = \"r\"\ndelay = \"100\"\n",
+    );
     for (name, text, names) in cases {
-        let path = config(name, text);
+        let path = config(name, &text.replace("TOPO", &topo));
         refused(&["--config", &path], names);
     }
+    refused(
+        &["--ports", "a,b", "--topology", &topo],
+        &["--topology", "delay: a time needs a unit — write 100us"],
+    );
     refused(
         &["--config", "/nonexistent/softswitch.toml"],
         &["cannot read config file", "/nonexistent/softswitch.toml"],
@@ -225,6 +283,58 @@ fn config_file_errors_name_the_key() {
     let _ = std::fs::remove_dir_all(
         std::env::temp_dir().join(format!("softswitch-bad-input-{}", std::process::id())),
     );
+}
+
+/// A scenario (`softswitch-exp check`) and the traffic generator refuse a
+/// time or a size without its unit, as the switch does.
+#[test]
+fn the_runner_and_the_traffic_generator_refuse_bare_times_and_sizes() {
+    let scenario = config(
+        "bare.toml",
+        "[topology]\nhosts = 3\n[switch]\naqm = [\"tcn\"]\n[switch.aqm_opts.tcn]\n\
+         threshold = 100\n[traffic]\nkind = \"incast\"\nreceiver = 3\nservers = [1, 2]\n\
+         fanin = [2]\nsize = \"64kb\"\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch-exp"))
+        .args(["check", &scenario])
+        .output()
+        .expect("run softswitch-exp");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("tcn: threshold=100: a time needs a unit — write 100us"),
+        "{err}"
+    );
+    for (args, want) in [
+        (
+            &["incast", "--servers", "10.0.0.1:1", "--size", "65536"][..],
+            "a size needs a unit — write 65536b",
+        ),
+        (
+            &[
+                "incast",
+                "--servers",
+                "10.0.0.1:1",
+                "--size",
+                "64kb",
+                "--interval",
+                "10",
+            ],
+            "a time needs a unit — write 10us",
+        ),
+        (
+            &["long", "--server", "10.0.0.1:1", "--rate", "500"],
+            "a rate needs a unit — write 500mbit",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch-tg"))
+            .args(args)
+            .output()
+            .expect("run softswitch-tg");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 }
 
 /// `--aqm-opt help=1` lists the AQM's keys with their values for the given

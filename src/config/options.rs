@@ -141,7 +141,7 @@ pub struct Options {
     /// File only: R-AQM's parameters (`[raqm_opts]`, e.g. k_min_pkts = 20).
     #[arg(skip)]
     pub raqm_opts: Option<BTreeMap<String, toml::Value>>,
-    /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
+    /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys. Times and sizes need a unit (threshold=100us, k=30kb); counts are plain numbers.
     #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
     #[serde(skip)]
     pub aqm_opt: Vec<String>,

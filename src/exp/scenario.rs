@@ -782,11 +782,64 @@ impl Scenario {
                 sw.queues
             )));
         }
+        self.validate_aqm_opts()?;
         if let Some(s) = &sw.sched {
             if !SchedName::ALL.iter().any(|n| n.as_str() == s) {
                 return Err(inv(format!(
                     "switch.sched: unknown scheduler `{s}` — choose sp, dwrr, wfq, sp+dwrr or sp+wfq"
                 )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every AQM's options as the switch will apply them — keys, values
+    /// and units (a bare `threshold = 100` is refused here, not by the
+    /// switch halfway through a sweep): `switch.aqm_opts`, and `--aqm-opt`
+    /// / `--raqm-opt` pairs in `extra_args` and `variant_args`. The AQMs'
+    /// checks of the whole (thresholds against each other) stay with the
+    /// switch, which knows the port they run on.
+    fn validate_aqm_opts(&self) -> Result<(), ScenarioError> {
+        let sw = &self.switch;
+        let env = crate::aqm::AqmEnv {
+            rate: parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate: {e}")))?,
+            rtt_ns: parse_duration(&sw.rtt).map_err(|e| inv(format!("switch.rtt: {e}")))?,
+            num_queues: sw.queues as usize,
+            mtu_bytes: crate::config::MTU,
+            quanta: None,
+        };
+        for a in &sw.aqm {
+            let raqm = crate::raqm::parse_aqm_name(aqm_kind(a));
+            let kind = match raqm {
+                Some(forward) => forward.unwrap_or(crate::raqm::DEFAULT_FORWARD_AQM),
+                None => aqm_kind(a),
+            };
+            let mut opts: Vec<(String, toml::Value)> = sw
+                .aqm_opts
+                .get(a)
+                .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default();
+            let args: Vec<&String> = sw
+                .extra_args
+                .iter()
+                .chain(sw.variant_args.get(a).into_iter().flatten())
+                .collect();
+            let pairs = |flag: &str| -> Vec<(String, toml::Value)> {
+                args.windows(2)
+                    .filter(|w| w[0] == flag)
+                    .filter_map(|w| w[1].split_once('='))
+                    .filter(|(k, _)| k.trim() != "help")
+                    .map(|(k, v)| (k.trim().to_string(), crate::aqm::config::cli_value(v)))
+                    .collect()
+            };
+            opts.extend(pairs("--aqm-opt"));
+            crate::aqm::config::check_options(kind, &env, &opts)
+                .map_err(|e| inv(format!("switch.aqm_opts.{a} (or its --aqm-opt): {e}")))?;
+            let raqm_opts = pairs("--raqm-opt");
+            if raqm.is_some() || !raqm_opts.is_empty() {
+                crate::raqm::Config::for_link(env.rate, env.rtt_ns)
+                    .check_overrides(&raqm_opts)
+                    .map_err(|e| inv(format!("{a}: --raqm-opt: {e}")))?;
             }
         }
         Ok(())
@@ -1369,6 +1422,99 @@ mod tests {
         assert!(e.contains("flowz"), "{e}");
         let e = err(&WORKLOAD.replace("kind = \"workload\"", "kind = \"bulk\""));
         assert!(e.contains("bulk"), "{e}");
+    }
+
+    /// A scenario's times and sizes need their units, and so do the AQM
+    /// options it hands the switch: refused when the scenario is checked,
+    /// not by a switch halfway through the sweep.
+    #[test]
+    fn bare_times_and_sizes_are_refused_when_the_scenario_is_checked() {
+        for (from, to, want) in [
+            (
+                "threshold = \"200us\"",
+                "threshold = 200",
+                "switch.aqm_opts.tcn (or its --aqm-opt): tcn: threshold=200: a time needs a unit \
+                 — write 200us (or 200ns, 200ms)",
+            ),
+            (
+                "threshold = \"200us\"",
+                "threshold = \"200\"",
+                "tcn: threshold=200: a time needs a unit",
+            ),
+            (
+                "rto_min = \"5ms\"",
+                "rto_min = \"5\"",
+                "topology.rto_min `5`: a time needs a unit — write 5us",
+            ),
+            (
+                "delay = { h1 = \"20us\" }",
+                "delay = { h1 = \"20\" }",
+                "a time needs a unit — write 20us",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nbuffer = \"96000\"",
+                "switch.buffer `96000`: a size needs a unit — write 96000b",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nrtt = \"250\"",
+                "switch.rtt `250`: a time needs a unit",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nrate = \"1000\"",
+                "a rate needs a unit — write 1000mbit",
+            ),
+            (
+                "[switch.aqm_opts.tcn]",
+                "[switch.aqm_opts.dctcp]\nk = 30000\n[switch.aqm_opts.tcn]",
+                "dctcp: k=30000: a size needs a unit — write 30000b",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nvariant_args = { tcn = [\"--aqm-opt\", \"t_max=90\"] }",
+                "tcn: t_max=90: a time needs a unit",
+            ),
+            (
+                "aqm = [\"dctcp\", \"tcn\"]",
+                "aqm = [\"dctcp\", \"tcn\", \"r-aqm\"]\n\
+                 variant_args = { \"r-aqm\" = [\"--raqm-opt\", \"stale=50\"] }",
+                "r-aqm: --raqm-opt: r-aqm: stale=50: a time needs a unit — write 50us",
+            ),
+            (
+                "[switch.aqm_opts.tcn]",
+                "[switch.aqm_opts.dctcp]\nkk = \"30kb\"\n[switch.aqm_opts.tcn]",
+                "dctcp has no parameter \"kk\"",
+            ),
+        ] {
+            assert!(WORKLOAD.contains(from), "{from}");
+            let e = err(&WORKLOAD.replacen(from, to, 1));
+            assert!(e.contains(want), "{to}: {e}");
+        }
+        let e = err(r#"
+            [topology]
+            hosts = 3
+            [switch]
+            aqm = ["tcn"]
+            [traffic]
+            kind = "incast"
+            receiver = 3
+            servers = [1, 2]
+            fanin = [2]
+            size = "65536"
+        "#);
+        assert!(
+            e.contains("traffic.size `65536`: a size needs a unit — write 65536b"),
+            "{e}"
+        );
+        // Counts stay plain numbers: packets, with their unit said.
+        parse(&WORKLOAD.replacen(
+            "[switch.aqm_opts.tcn]",
+            "[switch.aqm_opts.dctcp]\nk = 65\nunit = \"packets\"\n[switch.aqm_opts.tcn]",
+            1,
+        ))
+        .unwrap();
     }
 
     #[test]

@@ -317,9 +317,15 @@ impl Config {
 
     /// Applies overrides given as TOML values, then validates.
     pub fn with_overrides(self, opts: &[(String, toml::Value)]) -> Result<Self, String> {
-        let out = crate::aqm::config::apply("r-aqm", &self, opts).map_err(|e| e.to_string())?;
+        let out = self.check_overrides(opts)?;
         out.validate()?;
         Ok(out)
+    }
+
+    /// Applies overrides given as TOML values (keys, values and units
+    /// checked), without validating the result as a whole.
+    pub fn check_overrides(self, opts: &[(String, toml::Value)]) -> Result<Self, String> {
+        crate::aqm::config::apply("r-aqm", &self, opts).map_err(|e| e.to_string())
     }
 }
 
