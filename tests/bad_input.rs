@@ -384,6 +384,48 @@ fn aqm_opt_help_lists_the_keys_and_exits_0() {
     );
 }
 
+/// `--raqm-opt help=1` lists R-AQM's keys, their values, units and
+/// meanings, on stdout, and exits 0, as `--aqm-opt help=1` does for an AQM;
+/// `--aqm r-aqm --aqm-opt help=1` says where R-AQM's own keys are.
+#[test]
+fn raqm_opt_help_lists_the_keys_and_exits_0() {
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["--aqm", "r-aqm", "--raqm-opt", "help=1"])
+        .output()
+        .expect("run softswitch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for key in [
+        "k_min_pkts=21",
+        "k_max_pkts=42",
+        "interval=62.5us",
+        "stale=5ms",
+        "ece_threshold_pkts=21",
+        "ack_priority=true",
+    ] {
+        assert!(text.contains(key), "{key} missing:\n{text}");
+    }
+    assert!(
+        text.contains("packets") && text.contains("time"),
+        "no units:\n{text}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["--aqm", "r-aqm", "--aqm-opt", "help=1"])
+        .output()
+        .expect("run softswitch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("--raqm-opt help=1") && text.contains("k=31250b"),
+        "{text}"
+    );
+}
+
 /// How a run ended: exit code, or the signal that killed it; and stderr.
 fn ended(mut cmd: Command) -> (Option<i32>, Option<i32>, String) {
     use std::os::unix::process::ExitStatusExt;

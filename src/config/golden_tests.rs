@@ -231,6 +231,9 @@ const REFUSED: &[&[&str]] = &[
     &["--ports", "a,b", "--aqm", "dctcp", "--aqm-opt", "k=30000"],
     &["--ports", "a,b", "--aqm", "dctcp", "--aqm-opt", "unit=packets", "--aqm-opt", "k=30kb"],
     &["--ports", "a,b", "--aqm", "r-aqm", "--raqm-opt", "stale=5"],
+    &["--ports", "a,b", "--aqm", "r-aqm", "--aqm-opt", "help=1"],
+    &["--ports", "a,b", "--aqm", "r-aqm", "--raqm-opt", "help=1"],
+    &["--ports", "a,b", "--raqm-opt", "help=1", "--rate", "10gbit", "--rtt", "12us"],
 ];
 
 /// A config file (written where `@TAG` stands) and the flags beside it;

@@ -370,6 +370,71 @@ fn bare_times_and_sizes_are_refused_from_flags_and_files() {
     .unwrap();
 }
 
+/// `--raqm-opt help=1` lists R-AQM's keys as `--aqm-opt help=1` lists an
+/// AQM's, scaled to the port, with or without `--aqm r-aqm`; `--aqm r-aqm
+/// --aqm-opt help=1` lists the forward AQM's and says where R-AQM's are.
+#[test]
+fn raqm_opt_help_lists_raqm_keys_and_aqm_opt_help_points_to_it() {
+    let help = |list: &[&str]| match resolve(&args(list)) {
+        Err(ConfigError::Help(t)) => t,
+        other => panic!("{list:?}: {other:?}"),
+    };
+    let h = help(&["--raqm-opt", "help=1", "--rate", "10gbit", "--rtt", "12us"]);
+    assert!(h.contains("on a port of rate 10gbit, rtt 12us"), "{h}");
+    assert!(
+        h.contains("r-aqm (R-AQM paper §IV): K_min 10 / K_max 20 pkts"),
+        "{h}"
+    );
+    for (key, _) in crate::raqm::Config::KEYS {
+        assert!(h.contains(&format!("  {key}=")), "{key}:\n{h}");
+    }
+    assert!(h.contains("  interval=3us  "), "{h}");
+    // With --aqm r-aqm and the user's own values, as --aqm-opt help=1 shows them.
+    let h = help(&[
+        "--aqm",
+        "r-aqm",
+        "--raqm-opt",
+        "k_min_pkts=30",
+        "--raqm-opt",
+        "k-max-pkts=60",
+        "--raqm-opt",
+        "help",
+    ]);
+    assert!(
+        h.contains("  k_min_pkts=30  ") && h.contains("  k_max_pkts=60  "),
+        "{h}"
+    );
+    // The forward AQM's keys, and where R-AQM's own are.
+    let h = help(&["--aqm", "r-aqm+tcn", "--aqm-opt", "help=1"]);
+    assert!(
+        h.starts_with("--aqm r-aqm: R-AQM on the reverse path, with the forward AQM tcn"),
+        "{h}"
+    );
+    assert!(
+        h.contains("R-AQM's own keys: --aqm r-aqm --raqm-opt help=1"),
+        "{h}"
+    );
+    assert!(
+        h.contains("  threshold=250us  ") && !h.contains("k_min_pkts"),
+        "{h}"
+    );
+    // Both asked: both lists.
+    let h = help(&[
+        "--aqm",
+        "r-aqm",
+        "--aqm-opt",
+        "help=1",
+        "--raqm-opt",
+        "help=1",
+    ]);
+    assert!(
+        h.contains("  k=31250b  ") && h.contains("  k_min_pkts=21  "),
+        "{h}"
+    );
+    // Without r-aqm, --raqm-opt still needs --aqm r-aqm for anything but help.
+    assert!(error_of(&["--ports", "a,b", "--raqm-opt", "k_min_pkts=3"]).contains("--aqm r-aqm"));
+}
+
 #[test]
 fn settings_errors_name_the_key() {
     assert_eq!(rate_setting("rate", "unlimited").unwrap().bps(), 0);
