@@ -426,6 +426,39 @@ fn raqm_opt_help_lists_the_keys_and_exits_0() {
     );
 }
 
+/// softswitch-tg's JSON file is `--json-out FILE`; the old `--json FILE`
+/// still names it, with a warning on stderr that names the new flag.
+#[test]
+fn the_traffic_generators_old_json_flag_warns_and_names_json_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |flag: &str| {
+        // Nobody listens on port 1: the run fails at once, after the flags.
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch-tg"))
+            .args([
+                "incast",
+                "--servers",
+                "127.0.0.1:1",
+                "--size",
+                "1kb",
+                "--queries",
+                "1",
+            ])
+            .args(["--timeout", "5s", flag])
+            .arg(dir.path().join("incast.json"))
+            .current_dir(dir.path())
+            .output()
+            .expect("run softswitch-tg");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run("--json");
+    assert!(
+        err.contains("warning: --json FILE is deprecated; write --json-out"),
+        "{err}"
+    );
+    let err = run("--json-out");
+    assert!(!err.contains("deprecated"), "{err}");
+}
+
 /// How a run ended: exit code, or the signal that killed it; and stderr.
 fn ended(mut cmd: Command) -> (Option<i32>, Option<i32>, String) {
     use std::os::unix::process::ExitStatusExt;
