@@ -201,7 +201,7 @@ struct LongArgs {
 /// TrafficGenerator's command-line letters (`-b`, `-n`, `-t`, `-l`, `-s`).
 #[derive(clap::Args)]
 struct ClientArgs {
-    /// TrafficGenerator client config file (`server IP PORT`, `req_size_dist FILE`, `rate NMbps W`, `dscp V W` lines); the flags below override what it says.
+    /// TrafficGenerator client config file (`server IP PORT`, `req_size_dist FILE`, `rate NMbps W`, `dscp V W` lines; its older format's `load NMbps` and `num_reqs N` lines are read as -b N and -n N, as that TrafficGenerator read them); the flags below override what it says.
     #[arg(short = 'c', long)]
     config: Option<PathBuf>,
     /// Servers, comma-separated ip:port (or `server` lines of --config).
@@ -497,8 +497,8 @@ fn client_config(
     let cdf_path = cdf_path(a, file.as_ref())?;
     let cdf = FlowSizeCdf::from_file(&cdf_path)
         .map_err(|e| usage(format!("{}: {e}", cdf_path.display())))?;
-    let (load, link_rate) = offered_load(a)?;
-    let flows = flow_count(a, &cdf, load, link_rate)?;
+    let (load, link_rate) = offered_load(a, file.as_ref())?;
+    let flows = flow_count(a, file.as_ref(), &cdf, load, link_rate)?;
     let dscp = match (&a.dscp, file.as_ref().and_then(|f| f.dscp.clone())) {
         (Some(d), _) => d.parse::<DscpMix>().map_err(usage)?,
         (None, Some(d)) => d,
@@ -551,9 +551,15 @@ fn cdf_path(a: &ClientArgs, file: Option<&tgconf::TgClientFile>) -> Result<PathB
 }
 
 /// The load and the link rate it refers to: `--load` with `--rate`, or
-/// TrafficGenerator's `-b` (a load of 1 at the goodput of that bandwidth).
-fn offered_load(a: &ClientArgs) -> Result<(f64, Rate), TgError> {
-    match (a.bandwidth, a.load, &a.rate) {
+/// TrafficGenerator's `-b` (a load of 1 at the goodput of that bandwidth),
+/// else the config file's `load NMbps` (its older format), read as `-b N`.
+fn offered_load(
+    a: &ClientArgs,
+    file: Option<&tgconf::TgClientFile>,
+) -> Result<(f64, Rate), TgError> {
+    let flags_say = a.bandwidth.is_some() || a.load.is_some() || a.rate.is_some();
+    let file_b = file.and_then(|f| f.load_mbps).filter(|_| !flags_say);
+    match (a.bandwidth.or(file_b), a.load, &a.rate) {
         (Some(mbps), None, None) if mbps > 0.0 && mbps.is_finite() => Ok((
             1.0,
             Rate::from_bps((mbps * 1e6 * TG_GOODPUT_RATIO).round() as u64),
@@ -570,9 +576,10 @@ fn offered_load(a: &ClientArgs) -> Result<(f64, Rate), TgError> {
 }
 
 /// How many flows: `--flows`, else `-t` seconds over the mean gap (at
-/// least 1), else 1000.
+/// least 1), else the config file's `num_reqs` (its older format), else 1000.
 fn flow_count(
     a: &ClientArgs,
+    file: Option<&tgconf::TgClientFile>,
     cdf: &FlowSizeCdf,
     load: f64,
     link_rate: Rate,
@@ -584,7 +591,7 @@ fn flow_count(
             (secs * 1e9 / arrivals.mean_gap_ns()).clamp(1.0, u32::MAX as f64) as u32
         }
         (None, Some(secs)) => return Err(usage(format!("-t {secs}: give seconds above 0"))),
-        (None, None) => 1000,
+        (None, None) => file.and_then(|f| f.num_reqs).unwrap_or(1000),
     })
 }
 
@@ -792,6 +799,43 @@ mod tests {
         std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
     }
 
+    /// A config file of TrafficGenerator's older format (before its commit
+    /// d6a4928 moved them to -b and -n) carries `load` and `num_reqs`: they
+    /// run as `-b` and `-n` would, and the command line overrides them.
+    #[test]
+    fn the_older_formats_load_and_num_reqs_are_b_and_n() {
+        let conf = tg_config_file("older");
+        let text = std::fs::read_to_string(&conf).unwrap();
+        let new_format = |args: &str| {
+            client_config(
+                &client_args(&format!(
+                    "softswitch-tg client -c {} {args}",
+                    conf.display()
+                )),
+                Dilation::NONE,
+            )
+            .unwrap()
+            .0
+        };
+        let today = new_format("-b 800 -n 5000");
+        std::fs::write(&conf, format!("{text}load 800Mbps\nnum_reqs 5000\n")).unwrap();
+        let older = new_format("");
+        assert_eq!((older.load, older.link_rate), (today.load, today.link_rate));
+        assert_eq!(older.flows, 5000);
+        assert_eq!(client::plan(&older).unwrap(), client::plan(&today).unwrap());
+        // Flags win over the file, as for every other line.
+        let over = new_format("-b 900 -n 7");
+        assert_eq!(over.flows, 7);
+        assert_eq!(
+            over.link_rate,
+            Rate::from_bps((900e6 * TG_GOODPUT_RATIO).round() as u64)
+        );
+        let over = new_format("--load 0.5 --rate 1gbit -t 1");
+        assert_eq!((over.load, over.link_rate), (0.5, Rate::gbit(1)));
+        assert_ne!(over.flows, 5000);
+        std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
+    }
+
     /// `--json-out FILE` names the JSON file; `--json FILE`, its old name,
     /// still does, with a warning that names the new flag.
     #[test]
@@ -874,13 +918,9 @@ mod tests {
         assert!(e(&format!("softswitch-tg client -c {c} -b 0")).contains("above 0"));
         std::fs::write(&conf, "server 10.0.0.1 5001\nreq_size_dist nowhere.txt\n").unwrap();
         assert!(e(&format!("softswitch-tg client -c {c} -b 9")).contains("nowhere.txt"));
-        std::fs::write(
-            &conf,
-            "server 10.0.0.1 5001\nreq_size_dist x\nload 800Mbps\n",
-        )
-        .unwrap();
+        std::fs::write(&conf, "server 10.0.0.1 5001\nreq_size_dist x\nload 800\n").unwrap();
         let msg = e(&format!("softswitch-tg client -c {c} -b 9"));
-        assert!(msg.contains(":3:") && msg.contains("-b MBPS"), "{msg}");
+        assert!(msg.contains(":3:") && msg.contains("load 800Mbps"), "{msg}");
         assert!(Cli::try_parse_from(["softswitch-tg", "client", "-n", "5", "-t", "1"]).is_err());
         std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
     }
