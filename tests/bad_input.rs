@@ -459,6 +459,109 @@ fn the_traffic_generators_old_json_flag_warns_and_names_json_out() {
     assert!(!err.contains("deprecated"), "{err}");
 }
 
+/// A stand-in switch's stats socket at `socket` that answers one
+/// connection per snapshot of `snaps`, in order, then goes away.
+fn stats_server(socket: &std::path::Path, snaps: Vec<String>) -> std::thread::JoinHandle<()> {
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    let path = socket.to_path_buf();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for s in snaps {
+            let (mut c, _) = listener.accept().unwrap();
+            let _ = c.write_all(s.as_bytes());
+        }
+        drop(listener);
+        let _ = std::fs::remove_file(&path);
+    })
+}
+
+/// A snapshot at `t` s of one port that has sent `pkts` frames of 1500 B.
+fn stats_snapshot(t: f64, pkts: u64) -> String {
+    format!(
+        r#"{{"elapsed_s": {t}, "ports": [{{"name": "p1", "backlog_bytes": 3000, "backlog_pkts": 2,
+            "egress": {{"port": {{"arrived": {{"pkts": {pkts}}}, "dequeued": {{"pkts": {pkts}, "bytes": {b}}},
+            "marked": {{"threshold": {{"pkts": {m}}}}}, "dropped": {{}}}}, "queues": []}}}}]}}"#,
+        b = pkts * 1500,
+        m = pkts / 10,
+    )
+}
+
+/// `softswitch stats --interval`: rates every interval from successive
+/// snapshots; a restarted switch is said, not printed as negative rates;
+/// a switch that goes away ends it with exit 1; `--count N` ends it with 0.
+#[test]
+fn stats_interval_prints_rates_and_says_when_the_switch_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("stats.sock");
+    let bin = env!("CARGO_BIN_EXE_softswitch");
+    let stats = |args: &[&str]| {
+        let out = Command::new(bin)
+            .args(["stats", "--socket"])
+            .arg(&socket)
+            .args(args)
+            .output()
+            .expect("run softswitch stats");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // 1000 frames of 1500 B per switch second = 12 Mbit/s; then a restart
+    // (the clock back at 0.5 s), then one more second; then gone.
+    let server = stats_server(
+        &socket,
+        vec![
+            stats_snapshot(1.0, 1000),
+            stats_snapshot(2.0, 2000),
+            stats_snapshot(0.5, 10),
+            stats_snapshot(1.5, 1010),
+        ],
+    );
+    let (code, out, err) = stats(&["--interval", "100ms"]);
+    server.join().unwrap();
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("every 100ms (until Ctrl-C)"), "{out}");
+    let rates: Vec<&str> = out.lines().filter(|l| l.starts_with("  p1 ")).collect();
+    assert_eq!(rates.len(), 2, "{out}");
+    for r in &rates {
+        assert!(
+            r.contains("  12.0       1000       100         0  3000 B 2 pkts"),
+            "{r}"
+        );
+    }
+    assert!(!out.contains(" -"), "no negative rate: {out}");
+    assert!(
+        err.contains("the switch restarted: its clock went back from 2.0 s to 0.5 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("softswitch: error: the switch stopped answering after 3 interval(s)"),
+        "{err}"
+    );
+    // --count: that many intervals, then exit 0; --json: one line each.
+    let server = stats_server(
+        &socket,
+        vec![stats_snapshot(1.0, 0), stats_snapshot(2.0, 1000)],
+    );
+    let (code, out, err) = stats(&["--interval", "100ms", "--count", "1", "--json"]);
+    server.join().unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    let line: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(line["ports"][0]["port"]["mbit_s"], 12.0);
+    // The interval is a time with its unit, no shorter than the switch publishes.
+    let (code, _, err) = stats(&["--interval", "1"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("--interval: a time needs a unit — write 1us"),
+        "{err}"
+    );
+    let (_, _, err) = stats(&["--interval", "10ms"]);
+    assert!(err.contains("100ms or more"), "{err}");
+    let (code, _, err) = stats(&["--count", "3"]);
+    assert_eq!(code, Some(2), "clap refuses --count alone: {err}");
+}
+
 /// How a run ended: exit code, or the signal that killed it; and stderr.
 fn ended(mut cmd: Command) -> (Option<i32>, Option<i32>, String) {
     use std::os::unix::process::ExitStatusExt;
