@@ -181,10 +181,43 @@ fn incast_run_records_every_query() {
         fanin = [8]
         size = "64kb"
         queries = 20
+        [capture]
+        pcap_max_mb = 1
     "#,
     );
-    let (opts, prefix) = exp_options("incast");
+    let (mut opts, prefix) = exp_options("incast");
+    // `run --pcap`, bounded by the scenario's [capture].
+    opts.pcap = true;
     let report = exp::run(&sc, "incast-test", &opts).expect("run succeeds");
+    // The combination's switch captured into the combination's own
+    // directory, every port both ways, each file within its bound.
+    let pcap = opts.out.join("dctcp-fanin8-r0/pcap");
+    let files: Vec<PathBuf> = std::fs::read_dir(&pcap)
+        .unwrap_or_else(|e| panic!("{}: {e}", pcap.display()))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 2 * 9, "{files:?}");
+    for f in &files {
+        assert!(
+            f.extension().is_some_and(|x| x == "pcapng"),
+            "{}",
+            f.display()
+        );
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(len > 0 && len <= 1_000_000, "{}: {len} B", f.display());
+    }
+    let receiver = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-h9-sw-tx.pcapng"))
+        .expect("the receiver's port, tx");
+    assert!(
+        std::fs::metadata(receiver).unwrap().len() > 10_000,
+        "it carried the responses"
+    );
+    let manifest = read_json(&opts.out.join("manifest.json"));
+    assert_eq!(manifest["capture"]["pcap_max_mb"], 1.0);
+    assert_eq!(manifest["capture"]["dir"], "<combination>/pcap");
     let v = read_json(&opts.out.join("dctcp-fanin8-r0/incast.json"));
     let queries = v["report"]["queries"].as_array().unwrap();
     assert_eq!(queries.len(), 20, "every query recorded");

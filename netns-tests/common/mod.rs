@@ -913,6 +913,7 @@ pub fn exp_options(test: &str) -> (softswitch::exp::RunOptions, String) {
             scaling: None,
             first_repeat: 0,
             retry_unfaithful: 0,
+            pcap: false,
         },
         prefix,
     )

@@ -74,6 +74,13 @@ enum Cmd {
         /// record D. 1 = real time.
         #[arg(long, value_name = "D")]
         dilation: Option<String>,
+        /// Capture what the switch saw in every combination, as the
+        /// scenario's `[capture] pcap = true` does: pcapng per port and
+        /// direction in the combination's own directory (`<dir>/pcap/`),
+        /// each file bounded by `[capture] pcap_max_mb` (default 100 MB, as
+        /// softswitch --pcap-max-mb); recorded in manifest.json.
+        #[arg(long)]
+        pcap: bool,
     },
     /// Rebuild summary.json, stats.csv and the figures of existing results
     /// from what each repeat stored, without running anything (no root);
@@ -191,6 +198,7 @@ fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool
         scaling: None,
         first_repeat: 0,
         retry_unfaithful: 0,
+        pcap: false,
     }
 }
 
@@ -321,6 +329,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             first_repeat,
             retry_unfaithful,
             dilation,
+            pcap,
         } => {
             let mut sc = load(&scenario)?;
             if let Some(d) = dilation {
@@ -351,6 +360,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             let mut opts = options(&scenario, out, quick, !no_progress);
             opts.first_repeat = first_repeat;
             opts.retry_unfaithful = retry_unfaithful;
+            opts.pcap = pcap;
             if let Some(r) = rate {
                 let (s, how) = scale(&sc, &r, "--rate on the command line")?;
                 sc = s;

@@ -96,6 +96,60 @@ pub struct Scenario {
     /// How repeats are summarised and schemes compared (`[stats]`).
     #[serde(default)]
     pub stats: StatsSpec,
+    /// What the switch saw, captured in every combination (`[capture]`).
+    #[serde(default, skip_serializing_if = "CaptureSpec::is_default")]
+    pub capture: CaptureSpec,
+}
+
+/// `[capture]`: the switch's own capture (`softswitch --pcap`) in every
+/// combination, into that combination's directory (`<dir>/pcap/`: pcapng
+/// per port and direction, `crate::capture`), bounded per file as the
+/// switch's `--pcap-max-mb` bounds it. `softswitch-exp run --pcap` turns it
+/// on for a run of any scenario, with these bounds.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureSpec {
+    /// Capture (default false).
+    #[serde(default)]
+    pub pcap: bool,
+    /// Bytes of each frame kept, as `softswitch --pcap-snaplen` (default
+    /// `capture::DEFAULT_SNAPLEN`, every header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_snaplen: Option<u32>,
+    /// Bound of each capture file in MB, as `softswitch --pcap-max-mb`
+    /// (default `capture::DEFAULT_MAX_MB`); packets beyond it are counted,
+    /// not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_max_mb: Option<f64>,
+}
+
+impl CaptureSpec {
+    fn is_default(&self) -> bool {
+        *self == CaptureSpec::default()
+    }
+
+    /// Bytes of each frame kept.
+    pub fn snaplen(&self) -> u32 {
+        self.pcap_snaplen.unwrap_or(crate::capture::DEFAULT_SNAPLEN)
+    }
+
+    /// Bound of each file, MB.
+    pub fn max_mb(&self) -> f64 {
+        self.pcap_max_mb
+            .unwrap_or(crate::capture::DEFAULT_MAX_MB as f64)
+    }
+
+    /// The switch's flags that capture into `dir` with these bounds.
+    pub fn switch_args(&self, dir: &Path) -> Vec<String> {
+        vec![
+            "--pcap".into(),
+            dir.display().to_string(),
+            "--pcap-snaplen".into(),
+            self.snaplen().to_string(),
+            "--pcap-max-mb".into(),
+            self.max_mb().to_string(),
+        ]
+    }
 }
 
 /// `[stats]`: the interval of a number across repeats and the test that
@@ -658,6 +712,7 @@ impl Scenario {
         self.validate_fabric()?;
         self.validate_switch()?;
         self.validate_fidelity()?;
+        self.validate_capture()?;
         match &self.traffic {
             TrafficSpec::Workload(w) => self.validate_workload(w),
             TrafficSpec::Incast(i) => self.validate_incast(i),
@@ -841,6 +896,29 @@ impl Scenario {
                     .check_overrides(&raqm_opts)
                     .map_err(|e| inv(format!("{a}: --raqm-opt: {e}")))?;
             }
+        }
+        Ok(())
+    }
+
+    /// `[capture]`: the bounds the switch accepts for `--pcap-snaplen` and
+    /// `--pcap-max-mb` (`config::pcap`), checked whether or not `pcap` is
+    /// on (`run --pcap` uses them).
+    fn validate_capture(&self) -> Result<(), ScenarioError> {
+        let c = &self.capture;
+        if !(1..=65_535).contains(&c.snaplen()) {
+            return Err(inv(format!(
+                "capture.pcap_snaplen = {}: give 1 to 65535 bytes (256 keeps every header), as \
+                 softswitch --pcap-snaplen",
+                c.snaplen()
+            )));
+        }
+        let min = crate::config::PcapSettings::MIN_MAX_MB;
+        if !(c.max_mb().is_finite() && c.max_mb() >= min) {
+            return Err(inv(format!(
+                "capture.pcap_max_mb = {}: give a bound of at least {min} MB per file, as \
+                 softswitch --pcap-max-mb",
+                c.max_mb()
+            )));
         }
         Ok(())
     }
@@ -1515,6 +1593,48 @@ mod tests {
             1,
         ))
         .unwrap();
+    }
+
+    #[test]
+    fn capture_is_off_by_default_and_its_bounds_are_the_switchs() {
+        let sc = parse(WORKLOAD).unwrap();
+        assert_eq!(sc.capture, CaptureSpec::default());
+        assert!(!sc.capture.pcap);
+        assert_eq!((sc.capture.snaplen(), sc.capture.max_mb()), (256, 100.0));
+        // Off, it is not written: a manifest without capture is unchanged.
+        assert!(serde_json::to_value(&sc).unwrap().get("capture").is_none());
+        let text =
+            format!("{WORKLOAD}\n[capture]\npcap = true\npcap_max_mb = 5\npcap_snaplen = 128\n");
+        let sc = parse(&text).unwrap();
+        assert!(sc.capture.pcap);
+        assert_eq!((sc.capture.snaplen(), sc.capture.max_mb()), (128, 5.0));
+        assert_eq!(
+            sc.capture
+                .switch_args(Path::new("/r/dctcp-r0/pcap"))
+                .join(" "),
+            "--pcap /r/dctcp-r0/pcap --pcap-snaplen 128 --pcap-max-mb 5"
+        );
+        let back: Scenario = serde_json::from_value(serde_json::to_value(&sc).unwrap()).unwrap();
+        assert_eq!(back, sc, "the manifest's scenario keeps it");
+        for (bad, want) in [
+            (
+                "pcap_max_mb = 0",
+                "capture.pcap_max_mb = 0: give a bound of at least 0.01 MB",
+            ),
+            ("pcap_max_mb = nan", "capture.pcap_max_mb = NaN"),
+            (
+                "pcap_snaplen = 0",
+                "capture.pcap_snaplen = 0: give 1 to 65535 bytes",
+            ),
+            ("pcap_snaplen = 70000", "capture.pcap_snaplen = 70000"),
+        ] {
+            let e = err(&format!("{WORKLOAD}\n[capture]\n{bad}\n"));
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        let e = err(&format!("{WORKLOAD}\n[capture]\npcap = \"yes\"\n"));
+        assert!(e.contains("pcap"), "{e}");
+        let e = err(&format!("{WORKLOAD}\n[capture]\nmax_mb = 3\n"));
+        assert!(e.contains("max_mb") && e.contains("pcap_max_mb"), "{e}");
     }
 
     #[test]
