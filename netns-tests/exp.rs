@@ -233,6 +233,32 @@ fn incast_run_records_every_query() {
     if summary["faithful"] == true {
         assert_eq!(summary["points"][0]["pooled"]["qct"]["count"], 20);
     }
+    // The tidy tables: every flow and every query of the run, one row each,
+    // and the repeat's numbers in long format.
+    let lines = |f: &str| {
+        std::fs::read_to_string(opts.out.join(f))
+            .unwrap_or_else(|e| panic!("{f}: {e}"))
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let flows = lines("flows.csv");
+    assert_eq!(flows.len(), 1 + 160, "a header and every flow");
+    assert!(
+        flows[1].starts_with("incast-test,fanin,8,dctcp,0,"),
+        "{}",
+        flows[1]
+    );
+    let queries = lines("queries.csv");
+    assert_eq!(queries.len(), 1 + 20);
+    assert!(
+        queries[0].ends_with(",size_bytes,qct_us,fanout"),
+        "{}",
+        queries[0]
+    );
+    assert!(lines("repeats.csv")
+        .iter()
+        .any(|l| l.contains(",qct.mean_us,")));
     check_plots(&report, &opts.out, &["incast_qct", "queue_fanin8"]);
     assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
     std::fs::remove_dir_all(&opts.out).unwrap();
