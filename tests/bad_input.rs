@@ -276,6 +276,19 @@ fn config_file_errors_name_the_key() {
         &["--ports", "a,b", "--topology", &topo],
         &["--topology", "delay: a time needs a unit — write 100us"],
     );
+    // ... and its AQM options, as [aqm_opts].
+    let topo = config(
+        "bare-aqm-topology.toml",
+        "[defaults]\naqm = \"tcn\"\naqm_opts = { threshold = 100 }\n[[switch]]\nname = \"l\"\n\
+         hosts = [\"h1\"]\n[[switch]]\nname = \"r\"\nhosts = [\"h2\"]\n[[link]]\na = \"l\"\nb = \"r\"\n",
+    );
+    refused(
+        &["--ports", "a,b", "--topology", &topo],
+        &[
+            "--topology",
+            "threshold=100: a time needs a unit — write 100us",
+        ],
+    );
     refused(
         &["--config", "/nonexistent/softswitch.toml"],
         &["cannot read config file", "/nonexistent/softswitch.toml"],
