@@ -15,15 +15,19 @@
 //! (`a time needs a unit — write 100us (or 100ns, 100ms)`). A bare number
 //! means different things in different tools: tc reads a time as µs, a
 //! size as bytes and a rate as bit/s, and softswitch's AQM options once
-//! read a time as ns, so `threshold=100` silently meant 100 ns. Only `0`
-//! may be bare: it is the same in every unit.
+//! read a time as ns, so `threshold=100` silently meant 100 ns. Only a
+//! time or a size of `0` may be bare: it is the same in every unit (a rate
+//! of `0` means "unshaped" where a setting says so: `--rate`, a topology's
+//! `rate`).
 //!
 //! Settings that are counts take bare numbers: packets (`unit = packets`
 //! thresholds, R-AQM's `*_pkts`, PRED's thresholds), flows, queues, weights;
 //! and so do the few whose unit is fixed by their documentation and never
 //! another: `--quantum` (bytes per DWRR round, as tc's `quantum`),
-//! `--overhead` (bytes), `--pcap-snaplen` (bytes), `--pcap-max-mb` and
-//! R-AQM's byte counts (`bucket_bytes`, `alpha_*`).
+//! `--overhead` (bytes), `--pcap-snaplen` (bytes), `--pcap-max-mb`,
+//! R-AQM's byte counts (`bucket_bytes`, `alpha_*`), and `softswitch-tg`'s
+//! TrafficGenerator letters and config lines (`-b` Mbit/s, `-t` seconds,
+//! `rate 500Mbps`), whose units are TrafficGenerator's.
 
 use std::fmt;
 
