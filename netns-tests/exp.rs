@@ -181,10 +181,43 @@ fn incast_run_records_every_query() {
         fanin = [8]
         size = "64kb"
         queries = 20
+        [capture]
+        pcap_max_mb = 1
     "#,
     );
-    let (opts, prefix) = exp_options("incast");
+    let (mut opts, prefix) = exp_options("incast");
+    // `run --pcap`, bounded by the scenario's [capture].
+    opts.pcap = true;
     let report = exp::run(&sc, "incast-test", &opts).expect("run succeeds");
+    // The combination's switch captured into the combination's own
+    // directory, every port both ways, each file within its bound.
+    let pcap = opts.out.join("dctcp-fanin8-r0/pcap");
+    let files: Vec<PathBuf> = std::fs::read_dir(&pcap)
+        .unwrap_or_else(|e| panic!("{}: {e}", pcap.display()))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 2 * 9, "{files:?}");
+    for f in &files {
+        assert!(
+            f.extension().is_some_and(|x| x == "pcapng"),
+            "{}",
+            f.display()
+        );
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(len > 0 && len <= 1_000_000, "{}: {len} B", f.display());
+    }
+    let receiver = files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with("-h9-sw-tx.pcapng"))
+        .expect("the receiver's port, tx");
+    assert!(
+        std::fs::metadata(receiver).unwrap().len() > 10_000,
+        "it carried the responses"
+    );
+    let manifest = read_json(&opts.out.join("manifest.json"));
+    assert_eq!(manifest["capture"]["pcap_max_mb"], 1.0);
+    assert_eq!(manifest["capture"]["dir"], "<combination>/pcap");
     let v = read_json(&opts.out.join("dctcp-fanin8-r0/incast.json"));
     let queries = v["report"]["queries"].as_array().unwrap();
     assert_eq!(queries.len(), 20, "every query recorded");
@@ -200,6 +233,32 @@ fn incast_run_records_every_query() {
     if summary["faithful"] == true {
         assert_eq!(summary["points"][0]["pooled"]["qct"]["count"], 20);
     }
+    // The tidy tables: every flow and every query of the run, one row each,
+    // and the repeat's numbers in long format.
+    let lines = |f: &str| {
+        std::fs::read_to_string(opts.out.join(f))
+            .unwrap_or_else(|e| panic!("{f}: {e}"))
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let flows = lines("flows.csv");
+    assert_eq!(flows.len(), 1 + 160, "a header and every flow");
+    assert!(
+        flows[1].starts_with("incast-test,fanin,8,dctcp,0,"),
+        "{}",
+        flows[1]
+    );
+    let queries = lines("queries.csv");
+    assert_eq!(queries.len(), 1 + 20);
+    assert!(
+        queries[0].ends_with(",size_bytes,qct_us,fanout"),
+        "{}",
+        queries[0]
+    );
+    assert!(lines("repeats.csv")
+        .iter()
+        .any(|l| l.contains(",qct.mean_us,")));
     check_plots(&report, &opts.out, &["incast_qct", "queue_fanin8"]);
     assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
     std::fs::remove_dir_all(&opts.out).unwrap();

@@ -622,7 +622,7 @@ fn bad_input_errors() {
     expect_error(&ports, &[], &["is down", "ip link set"]);
     run_ok(Command::new("ip").args(["link", "set", &ports[1], "up"]));
     // A buffer smaller than one frame.
-    expect_error(&ports, &["--buffer", "1000"], &["--buffer"]);
+    expect_error(&ports, &["--buffer", "1000b"], &["--buffer"]);
     // A rate in unknown units.
     expect_error(&ports, &["--rate", "1gigabit"], &["1gbit"]);
     // MQ-ECN needs a round-robin scheduler.

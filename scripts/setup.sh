@@ -1,7 +1,23 @@
 #!/usr/bin/env bash
 # Installs everything softswitch needs on a fresh Debian 12 machine (run as root).
 # Idempotent: each step is skipped when its result is already present.
+#
+# Usage: scripts/setup.sh [--install]
+#   --install  then also build and install softswitch, softswitch-tg and
+#              softswitch-exp (`cargo install --locked --path .`, into
+#              $CARGO_HOME/bin: /root/.cargo/bin for root); run again, it
+#              builds what changed and replaces the binaries.
+# The kernel (Linux >= 6.4, README "Requirements") is yours to provide.
 set -euo pipefail
+
+install=0
+for arg in "$@"; do
+  case "$arg" in
+    --install) install=1 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '[setup] %s\n' "$*"; }
 need_root() {
@@ -49,5 +65,24 @@ fi
 if ! mountpoint -q /sys/fs/bpf; then
   log "mounting bpffs on /sys/fs/bpf"
   mount -t bpf bpf /sys/fs/bpf
+fi
+
+if [ "$install" = 1 ]; then
+  repo=$(cd "$(dirname "$0")/.." && pwd)
+  bin_dir="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
+  log "installing softswitch, softswitch-tg and softswitch-exp from $repo (cargo install --locked --path .)"
+  # Again and again the same result: cargo builds what changed (in the
+  # repository's target directory) and replaces the three binaries.
+  (cd "$repo" && cargo install --locked --path .)
+  for b in softswitch softswitch-tg softswitch-exp; do
+    [ -x "$bin_dir/$b" ] || { echo "setup.sh: $bin_dir/$b is missing after cargo install" >&2; exit 1; }
+  done
+  log "installed into $bin_dir: softswitch, softswitch-tg, softswitch-exp"
+  log "sudo resets PATH (secure_path), so under sudo call them by their full path,"
+  log "  sudo $bin_dir/softswitch ...   or keep your PATH: sudo env PATH=\"\$PATH\" softswitch ..."
+  case ":$PATH:" in
+    *":$bin_dir:"*) ;;
+    *) log "$bin_dir is not on this shell's PATH: add it (e.g. in ~/.profile) to call them by name" ;;
+  esac
 fi
 log "done"

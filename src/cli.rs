@@ -24,8 +24,9 @@ Examples:
   # a leaf-spine fabric (2 leaves, 2 spines, 2 hosts per leaf; README, \"Fabrics\"):
   sudo softswitch --topology leafspine.toml --ports $(sudo softswitch topo up --topology leafspine.toml)
 
-  # live counters of a running switch:
+  # live counters of a running switch, once, or rates every second:
   sudo softswitch stats
+  sudo softswitch stats --interval 1s
 
 Exit status:
   0  done; a switch run's fidelity guard found it faithful
@@ -60,14 +61,26 @@ pub enum Command {
         #[command(subcommand)]
         action: TopoAction,
     },
-    /// Print the live counters of a running switch.
+    /// Print the live counters of a running switch; with --interval, the
+    /// rates per port and queue every interval, until Ctrl-C.
     Stats {
         /// The switch's stats socket.
         #[arg(long, default_value = crate::stats::DEFAULT_SOCKET)]
         socket: PathBuf,
-        /// Print JSON instead of a table.
+        /// Print JSON instead of a table (with --interval: one line of
+        /// rates per interval).
         #[arg(long)]
         json: bool,
+        /// Every TIME (e.g. 1s; a time with its unit, at least 100ms, the
+        /// switch's publishing period), print each port's and queue's rates
+        /// over it (Mbit/s, packets/s, marks/s, drops/s at the egress) and
+        /// the backlog now, as `watch tc -s` would; until Ctrl-C, or
+        /// --count times. Exits non-zero if the switch goes away.
+        #[arg(long, value_name = "TIME")]
+        interval: Option<String>,
+        /// With --interval: stop after this many intervals.
+        #[arg(long, value_name = "N", requires = "interval")]
+        count: Option<u64>,
     },
 }
 

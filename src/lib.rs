@@ -53,6 +53,7 @@ pub mod fabric;
 pub mod fidelity;
 pub mod harness;
 pub mod ingress;
+pub mod live;
 pub mod packet;
 pub mod poll;
 pub mod port;

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use softswitch::cli::{Cli, Command, TopoAction, TopoUpArgs};
-use softswitch::{config, dataplane, report, stats, topo, units};
+use softswitch::{config, dataplane, live, report, stats, topo, units};
 
 fn main() -> ExitCode {
     softswitch::cli::exit_quietly_on_closed_output();
@@ -31,7 +31,18 @@ fn main() -> ExitCode {
             }
             Ok(Outcome::Done)
         }
-        Some(Command::Stats { socket, json }) => show_stats(&socket, json).map(Outcome::from),
+        Some(Command::Stats {
+            socket,
+            json,
+            interval: None,
+            ..
+        }) => show_stats(&socket, json).map(Outcome::from),
+        Some(Command::Stats {
+            socket,
+            json,
+            interval: Some(every),
+            count,
+        }) => watch_stats(&socket, json, &every, count).map(Outcome::from),
         None => run_switch(&cli.run),
     };
     match r {
@@ -236,6 +247,77 @@ fn show_stats(socket: &std::path::Path, json: bool) -> Result<()> {
         let v: serde_json::Value =
             serde_json::from_str(&text).context("the switch sent malformed JSON")?;
         print!("{}", report::render(&v));
+    }
+    Ok(())
+}
+
+/// The switch's publishing period (`stats`): a shorter interval would
+/// often see the same snapshot twice.
+const SHORTEST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `softswitch stats --interval T`: the rates over every T until Ctrl-C or
+/// `count` intervals; an error (exit 1) when the switch stops answering.
+fn watch_stats(
+    socket: &std::path::Path,
+    json: bool,
+    every: &str,
+    count: Option<u64>,
+) -> Result<()> {
+    use std::time::{Duration, Instant};
+    let period = Duration::from_nanos(
+        units::parse_duration(every).map_err(|e| anyhow::anyhow!("--interval: {e}"))?,
+    );
+    if period < SHORTEST_INTERVAL {
+        anyhow::bail!(
+            "--interval {every}: the switch publishes its counters every 100ms; give 100ms or more"
+        );
+    }
+    if count == Some(0) {
+        anyhow::bail!("--count 0: give at least 1 interval");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    let read = || -> Result<live::Counters> {
+        let text = stats::fetch(socket).map_err(|e| anyhow::anyhow!(e))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).context("the switch sent malformed JSON")?;
+        live::Counters::from_snapshot(&v).map_err(|e| anyhow::anyhow!(e))
+    };
+    let mut before = read()?;
+    if !json {
+        print!(
+            "{}",
+            live::header(every, &socket.display().to_string(), before.dilation, count)
+        );
+    }
+    let mut shown = 0u64;
+    let mut next = Instant::now() + period;
+    while count.is_none_or(|n| shown < n) {
+        // Sleep in short steps so that Ctrl-C ends at once.
+        while Instant::now() < next {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok(());
+            }
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+        }
+        next += period;
+        let after = read().map_err(|e| {
+            anyhow::anyhow!(
+                "the switch stopped answering after {shown} interval(s) — did it exit? ({e:#})"
+            )
+        })?;
+        match live::between(&before, &after) {
+            live::Step::Rates(i) if json => println!("{}", serde_json::to_string(&i)?),
+            live::Step::Rates(i) => print!("{}", live::render(&i)),
+            live::Step::Unchanged => continue,
+            live::Step::Reset(why) => {
+                eprintln!("softswitch stats: {why}; rates start again from now");
+            }
+        }
+        shown += 1;
+        before = after;
     }
     Ok(())
 }

@@ -13,6 +13,15 @@ use std::path::{Path, PathBuf};
 /// peer's MTU is above ~3506; frames must also fit one 4 KiB UMEM frame).
 pub const MAX_XDP_VETH_MTU: u32 = 3500;
 
+/// The Linux release softswitch needs (README, "Requirements"): the hosts'
+/// DCTCP is a BPF `struct_ops` registered through a BPF link, which
+/// arrived in 6.4 (`topo::cc`). Everything else it uses is older: XDP
+/// through a bpf_link (5.9), AF_XDP sockets sharing a UMEM across
+/// interfaces with their own fill rings (5.10), `SO_NETNS_COOKIE` (5.14),
+/// `bpf_get_netns_cookie` in sock_ops (5.15, time dilation). Every message
+/// that names the release softswitch needs names this one.
+pub const MIN_LINUX: &str = "6.4";
+
 /// A reason softswitch will not start on an interface.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PreflightError {
@@ -330,6 +339,43 @@ mod tests {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.root);
         }
+    }
+
+    /// The README and every message that says which Linux softswitch needs
+    /// name the same release.
+    #[test]
+    fn every_kernel_requirement_names_the_same_release() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let readme = fs::read_to_string(root.join("README.md")).unwrap();
+        assert!(
+            readme.contains(&format!("**Linux ≥ {MIN_LINUX}**")),
+            "README's Requirements"
+        );
+        // Spelt in two pieces so that this test is not a claim itself.
+        let needle = ["needs Linux", " ≥ "].concat();
+        let mut dirs = vec![root.join("src")];
+        let mut claims = 0;
+        while let Some(d) = dirs.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = fs::read_to_string(&p).unwrap();
+                    for (at, _) in text.match_indices(&needle) {
+                        let release = &text[at + needle.len()..];
+                        assert!(
+                            release.starts_with(MIN_LINUX),
+                            "{}: {needle}{}",
+                            p.display(),
+                            release.chars().take(8).collect::<String>()
+                        );
+                        claims += 1;
+                    }
+                }
+            }
+        }
+        assert!(claims >= 5, "only {claims} claims found");
     }
 
     #[test]

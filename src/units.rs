@@ -5,7 +5,29 @@
 //! Parsing follows tc(8): rates `bit`, `kbit`, `mbit`, `gbit`, `tbit` (×1000),
 //! `kibit`.. (×1024), `bps` = bytes per second (`mbps` = 8 Mbit/s); sizes `b`,
 //! `kb`/`k`, `mb`/`m`, `gb`/`g` (×1024, as tc does for buffer sizes), `kbit`..
-//! for sizes given in bits; times `s`, `ms`, `us`, `ns` (bare number = µs, as tc).
+//! for sizes given in bits; times `s`, `ms`, `us`, `ns`.
+//!
+//! # One rule: a time, a size or a rate needs a unit
+//!
+//! A bare number (`100`) is refused wherever a time, a size or a rate is
+//! read — flags, config files, scenario files, fabric topology files, AQM
+//! and R-AQM options alike — with a message that says how to write it
+//! (`a time needs a unit — write 100us (or 100ns, 100ms)`). A bare number
+//! means different things in different tools: tc reads a time as µs, a
+//! size as bytes and a rate as bit/s, and softswitch's AQM options once
+//! read a time as ns, so `threshold=100` silently meant 100 ns. Only a
+//! time or a size of `0` may be bare: it is the same in every unit (a rate
+//! of `0` means "unshaped" where a setting says so: `--rate`, a topology's
+//! `rate`).
+//!
+//! Settings that are counts take bare numbers: packets (`unit = packets`
+//! thresholds, R-AQM's `*_pkts`, PRED's thresholds), flows, queues, weights;
+//! and so do the few whose unit is fixed by their documentation and never
+//! another: `--quantum` (bytes per DWRR round, as tc's `quantum`),
+//! `--overhead` (bytes), `--pcap-snaplen` (bytes), `--pcap-max-mb`,
+//! R-AQM's byte counts (`bucket_bytes`, `alpha_*`), and `softswitch-tg`'s
+//! TrafficGenerator letters and config lines (`-b` Mbit/s, `-t` seconds,
+//! `rate 500Mbps`), whose units are TrafficGenerator's.
 
 use std::fmt;
 
@@ -76,13 +98,106 @@ impl fmt::Display for Rate {
     }
 }
 
+/// What a unit string stands for, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// A time (`250us`).
+    Time,
+    /// A size in bytes (`96kb`).
+    Size,
+    /// A link rate (`1gbit`).
+    Rate,
+}
+
+impl Quantity {
+    fn name(self) -> &'static str {
+        match self {
+            Quantity::Time => "time",
+            Quantity::Size => "size",
+            Quantity::Rate => "rate",
+        }
+    }
+
+    /// How to write `n` of this quantity with a unit: `100us (or 100ns, 100ms)`.
+    pub fn with_units(self, n: &str) -> String {
+        match self {
+            Quantity::Time => format!("{n}us (or {n}ns, {n}ms)"),
+            Quantity::Size => format!("{n}b for bytes (or {n}kb, k = 1024 bytes)"),
+            Quantity::Rate => format!("{n}mbit (or {n}kbit, {n}gbit)"),
+        }
+    }
+}
+
 /// A unit string the user typed that we could not read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot read {what} {input:?}: {hint}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitError {
-    what: &'static str,
+    what: Quantity,
     input: String,
-    hint: &'static str,
+    hint: String,
+    /// A number without a unit (the message is then "needs a unit").
+    bare: bool,
+}
+
+impl UnitError {
+    fn new(what: Quantity, input: &str, hint: impl Into<String>) -> Self {
+        UnitError {
+            what,
+            input: input.to_string(),
+            hint: hint.into(),
+            bare: false,
+        }
+    }
+
+    /// `input`, a bare number, is a `what` without its unit: the error that
+    /// says how to write it.
+    pub fn needs_unit(what: Quantity, input: &str) -> Self {
+        let n = input.trim();
+        UnitError {
+            what,
+            input: n.to_string(),
+            hint: what.with_units(n),
+            bare: true,
+        }
+    }
+
+    /// Whether the input was a number without a unit.
+    pub fn is_bare_number(&self) -> bool {
+        self.bare
+    }
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.bare {
+            write!(
+                f,
+                "a {} needs a unit — write {}",
+                self.what.name(),
+                self.hint
+            )
+        } else {
+            write!(
+                f,
+                "cannot read {} {:?}: {}",
+                self.what.name(),
+                self.input,
+                self.hint
+            )
+        }
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+/// Whether `s` is a number alone (`100`, `2.5`, ` 0 `): no unit.
+pub fn is_bare_number(s: &str) -> bool {
+    let t = s.trim();
+    !t.is_empty() && t.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// `s` as a bare number that may stand alone: zero, the same in any unit.
+fn is_zero(s: &str) -> bool {
+    s.trim().parse::<f64>() == Ok(0.0)
 }
 
 fn split_number(s: &str) -> Option<(f64, String)> {
@@ -98,17 +213,17 @@ fn split_number(s: &str) -> Option<(f64, String)> {
     Some((v, unit.trim().to_ascii_lowercase()))
 }
 
-/// Parses a tc-style rate: `100mbit`, `1gbit`, `10gbit`, `2.5gbit`, `125mbps` (bytes/s).
+/// Parses a tc-style rate: `100mbit`, `1gbit`, `10gbit`, `2.5gbit`, `125mbps`
+/// (bytes/s). A bare number is refused (tc would read bit/s).
 pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
     const HINT: &str = "write a number and a unit, e.g. 100mbit, 1gbit, 10gbit (tc units; 'mbps' means megabytes/s)";
-    let err = || UnitError {
-        what: "rate",
-        input: s.to_string(),
-        hint: HINT,
-    };
+    if is_bare_number(s) {
+        return Err(UnitError::needs_unit(Quantity::Rate, s));
+    }
+    let err = || UnitError::new(Quantity::Rate, s, HINT);
     let (v, unit) = split_number(s).ok_or_else(err)?;
     let mult: f64 = match unit.as_str() {
-        "bit" | "" => 1.0,
+        "bit" => 1.0,
         "kbit" => 1e3,
         "mbit" => 1e6,
         "gbit" => 1e9,
@@ -122,32 +237,30 @@ pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
         "gbps" => 8e9,
         _ => return Err(err()),
     };
-    if unit.is_empty() {
-        return Err(err());
-    }
     let bps = v * mult;
     if !(1.0..=1e13).contains(&bps) {
-        return Err(UnitError {
-            what: "rate",
-            input: s.to_string(),
-            hint: "rate must be between 1bit and 10tbit",
-        });
+        return Err(UnitError::new(
+            Quantity::Rate,
+            s,
+            "rate must be between 1bit and 10tbit",
+        ));
     }
     Ok(Rate::from_bps(bps.round() as u64))
 }
 
-/// Parses a tc-style size in bytes: `96kb`, `1500b`, `1500`, `2mb`, `300kbit`.
+/// Parses a tc-style size in bytes: `96kb`, `1500b`, `2mb`, `300kbit`, `0`.
+/// A bare number other than 0 is refused (tc would read bytes; we ask the
+/// user to say).
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
-    const HINT: &str =
-        "write a number of bytes with an optional unit, e.g. 1500, 96kb, 2mb (k = 1024 bytes)";
-    let err = || UnitError {
-        what: "size",
-        input: s.to_string(),
-        hint: HINT,
-    };
+    const HINT: &str = "write a number and a unit, e.g. 1500b, 96kb, 2mb (k = 1024 bytes)";
+    if is_bare_number(s) && !is_zero(s) {
+        return Err(UnitError::needs_unit(Quantity::Size, s));
+    }
+    let err = || UnitError::new(Quantity::Size, s, HINT);
     let (v, unit) = split_number(s).ok_or_else(err)?;
     let mult: f64 = match unit.as_str() {
-        "" | "b" => 1.0,
+        "" if v == 0.0 => 0.0,
+        "b" => 1.0,
         "k" | "kb" | "kib" => 1024.0,
         "m" | "mb" | "mib" => 1024.0 * 1024.0,
         "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
@@ -157,24 +270,19 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     };
     let bytes = v * mult;
     if bytes > 1e12 {
-        return Err(UnitError {
-            what: "size",
-            input: s.to_string(),
-            hint: "size must be below 1 TB",
-        });
+        return Err(UnitError::new(Quantity::Size, s, "size must be below 1 TB"));
     }
     Ok(bytes.round() as u64)
 }
 
 /// Parses a tc-style time: `250us`, `1ms`, `0`, `1.5ms`, `500ns`, `2s`. A bare
-/// number other than 0 is rejected (tc would read µs; we ask the user to say).
+/// number other than 0 is refused (tc would read µs; we ask the user to say).
 pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
     const HINT: &str = "write a number and a unit, e.g. 50us, 1ms, 0 (units: s, ms, us, ns)";
-    let err = || UnitError {
-        what: "time",
-        input: s.to_string(),
-        hint: HINT,
-    };
+    if is_bare_number(s) && !is_zero(s) {
+        return Err(UnitError::needs_unit(Quantity::Time, s));
+    }
+    let err = || UnitError::new(Quantity::Time, s, HINT);
     let (v, unit) = split_number(s).ok_or_else(err)?;
     let mult: f64 = match unit.as_str() {
         "" if v == 0.0 => 0.0,
@@ -186,13 +294,22 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
     };
     let ns = v * mult;
     if ns > 1e13 {
-        return Err(UnitError {
-            what: "time",
-            input: s.to_string(),
-            hint: "time must be below 10000s",
-        });
+        return Err(UnitError::new(
+            Quantity::Time,
+            s,
+            "time must be below 10000s",
+        ));
     }
     Ok(ns.round() as Nanos)
+}
+
+/// Formats a size in bytes as [`parse_size`] reads it back: `96kb`, `1500b`.
+pub fn fmt_size(bytes: u64) -> String {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{}kb", bytes / 1024)
+    } else {
+        format!("{bytes}b")
+    }
 }
 
 /// Formats nanoseconds for people: `250us`, `1.5ms`.
@@ -232,8 +349,8 @@ mod tests {
     #[test]
     fn sizes_follow_tc() {
         assert_eq!(parse_size("96kb").unwrap(), 96 * 1024);
-        assert_eq!(parse_size("1500").unwrap(), 1500);
         assert_eq!(parse_size("1500b").unwrap(), 1500);
+        assert_eq!(parse_size("0").unwrap(), 0);
         assert_eq!(parse_size("2mb").unwrap(), 2 * 1024 * 1024);
         assert!(parse_size("lots").is_err());
         assert!(parse_size("5 parsecs").is_err());
@@ -246,8 +363,50 @@ mod tests {
         assert_eq!(parse_duration("0").unwrap(), 0);
         assert_eq!(parse_duration("3s").unwrap(), 3 * SEC);
         assert!(parse_duration("50").is_err());
+        assert_eq!(parse_duration("0.0").unwrap(), 0);
         assert_eq!(fmt_duration(250_000), "250us");
         assert_eq!(fmt_duration(1_500_000), "1.5ms");
+    }
+
+    /// A bare number is refused for a time, a size and a rate alike, and
+    /// the message says how to write it.
+    #[test]
+    fn a_bare_number_needs_a_unit() {
+        let e = parse_duration("100").unwrap_err();
+        assert!(e.is_bare_number());
+        assert_eq!(
+            e.to_string(),
+            "a time needs a unit — write 100us (or 100ns, 100ms)"
+        );
+        let e = parse_size("1500").unwrap_err();
+        assert!(e.is_bare_number());
+        assert_eq!(
+            e.to_string(),
+            "a size needs a unit — write 1500b for bytes (or 1500kb, k = 1024 bytes)"
+        );
+        let e = parse_rate(" 1000 ").unwrap_err();
+        assert!(e.is_bare_number());
+        assert_eq!(
+            e.to_string(),
+            "a rate needs a unit — write 1000mbit (or 1000kbit, 1000gbit)"
+        );
+        assert!(parse_duration("2.5").unwrap_err().is_bare_number());
+        // A rate of 0 is no rate: refused like any bare rate (the settings
+        // that take 0 for "unshaped" say so themselves).
+        assert!(parse_rate("0").unwrap_err().is_bare_number());
+        // Something else than a number is not a bare number.
+        let e = parse_size("lots").unwrap_err();
+        assert!(!e.is_bare_number() && e.to_string().contains("96kb"), "{e}");
+        assert!(is_bare_number("7") && is_bare_number(" 0.5") && !is_bare_number("7b"));
+    }
+
+    #[test]
+    fn sizes_format_as_they_read_back() {
+        for b in [0, 1, 1500, 1024, 96 * 1024, 1_000_000] {
+            assert_eq!(parse_size(&fmt_size(b)).unwrap(), b, "{}", fmt_size(b));
+        }
+        assert_eq!(fmt_size(96 * 1024), "96kb");
+        assert_eq!(fmt_size(1500), "1500b");
     }
 
     #[test]

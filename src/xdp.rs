@@ -82,7 +82,8 @@ pub enum XdpError {
     /// The kernel attached the program through netlink instead of a bpf_link.
     #[error(
         "the kernel attached XDP to `{0}` through netlink, not a bpf_link, so it would stay \
-         attached if softswitch crashed; refusing. softswitch needs Linux ≥ 5.9 (bpf_link for XDP)"
+         attached if softswitch crashed; refusing. softswitch needs Linux ≥ 6.4 (README, Requirements; \
+         bpf_link for XDP came in 5.9)"
     )]
     NotALink(String),
     /// Port index out of range.

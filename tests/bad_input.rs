@@ -140,9 +140,40 @@ fn command_line_errors_name_the_option() {
         &["--raqm-opt", "--aqm r-aqm"],
     );
     // Sizes and counts that cannot work.
-    refused(&with(&["--buffer", "1000"]), &["--buffer", "1514"]);
-    refused(&with(&["--queue-limit", "10"]), &["queue limit", "1514"]);
-    refused(&with(&["--bucket", "10"]), &["--bucket", "1538"]);
+    refused(&with(&["--buffer", "1000b"]), &["--buffer", "1514b"]);
+    refused(&with(&["--queue-limit", "10b"]), &["queue limit", "1514b"]);
+    refused(&with(&["--bucket", "10b"]), &["--bucket", "1538b"]);
+    // A time or a size without its unit (a bare AQM time once meant ns).
+    refused(
+        &with(&["--aqm", "tcn", "--aqm-opt", "threshold=100"]),
+        &["threshold=100: a time needs a unit — write 100us (or 100ns, 100ms)"],
+    );
+    refused(
+        &with(&["--aqm", "dctcp", "--aqm-opt", "k=30000"]),
+        &[
+            "k=30000: a size needs a unit — write 30000b",
+            "unit=packets",
+        ],
+    );
+    refused(
+        &with(&["--aqm", "r-aqm", "--raqm-opt", "interval=60"]),
+        &[
+            "--aqm r-aqm",
+            "interval=60: a time needs a unit — write 60us",
+        ],
+    );
+    refused(
+        &with(&["--rtt", "250"]),
+        &["rtt: a time needs a unit — write 250us"],
+    );
+    refused(
+        &with(&["--buffer", "96000"]),
+        &["buffer: a size needs a unit — write 96000b"],
+    );
+    refused(
+        &with(&["--rate", "1000"]),
+        &["rate: a rate needs a unit — write 1000mbit"],
+    );
     refused(&with(&["--quantum", "0"]), &["--quantum"]);
     refused(&with(&["--quantum", "1x,2"]), &["--quantum", "1x,2"]);
     refused(&with(&["--sched", "wfq", "--weights", "0"]), &["--weights"]);
@@ -213,11 +244,51 @@ fn config_file_errors_name_the_key() {
             "ports = [\"a\", \"b\"]\naqm = \"red\"\n[aqm_opts]\nmin_th = \"100kb\"\nmax_th = \"50kb\"\n",
             &["min_th", "max_th"],
         ),
+        // Times and sizes without their unit.
+        (
+            "bare-aqm-time.toml",
+            "ports = [\"a\", \"b\"]\naqm = \"tcn\"\n[aqm_opts]\nthreshold = 100\n",
+            &["threshold=100: a time needs a unit — write 100us"],
+        ),
+        (
+            "bare-raqm-time.toml",
+            "ports = [\"a\", \"b\"]\naqm = \"r-aqm\"\n[raqm_opts]\nstale = 5\n",
+            &["stale=5: a time needs a unit — write 5us"],
+        ),
+        ("bare-rtt.toml", "ports = [\"a\", \"b\"]\nrtt = \"250\"\n", &["rtt: a time needs a unit"]),
+        (
+            "bare-topology-delay.toml",
+            "ports = [\"a\", \"b\"]\ntopology = \"TOPO\"\n",
+            &["--topology", "line 10: delay: a time needs a unit — write 100us"],
+        ),
     ];
+    // A fabric's topology file, named by the config file.
+    let topo = config(
+        "bare-delay-topology.toml",
+        "[[switch]]\nname = \"l\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"r\"\n\
+         hosts = [\"h2\"]\n[[link]]\na = \"l\"\nb = \"r\"\ndelay = \"100\"\n",
+    );
     for (name, text, names) in cases {
-        let path = config(name, text);
+        let path = config(name, &text.replace("TOPO", &topo));
         refused(&["--config", &path], names);
     }
+    refused(
+        &["--ports", "a,b", "--topology", &topo],
+        &["--topology", "delay: a time needs a unit — write 100us"],
+    );
+    // ... and its AQM options, as [aqm_opts].
+    let topo = config(
+        "bare-aqm-topology.toml",
+        "[defaults]\naqm = \"tcn\"\naqm_opts = { threshold = 100 }\n[[switch]]\nname = \"l\"\n\
+         hosts = [\"h1\"]\n[[switch]]\nname = \"r\"\nhosts = [\"h2\"]\n[[link]]\na = \"l\"\nb = \"r\"\n",
+    );
+    refused(
+        &["--ports", "a,b", "--topology", &topo],
+        &[
+            "--topology",
+            "threshold=100: a time needs a unit — write 100us",
+        ],
+    );
     refused(
         &["--config", "/nonexistent/softswitch.toml"],
         &["cannot read config file", "/nonexistent/softswitch.toml"],
@@ -225,6 +296,58 @@ fn config_file_errors_name_the_key() {
     let _ = std::fs::remove_dir_all(
         std::env::temp_dir().join(format!("softswitch-bad-input-{}", std::process::id())),
     );
+}
+
+/// A scenario (`softswitch-exp check`) and the traffic generator refuse a
+/// time or a size without its unit, as the switch does.
+#[test]
+fn the_runner_and_the_traffic_generator_refuse_bare_times_and_sizes() {
+    let scenario = config(
+        "bare.toml",
+        "[topology]\nhosts = 3\n[switch]\naqm = [\"tcn\"]\n[switch.aqm_opts.tcn]\n\
+         threshold = 100\n[traffic]\nkind = \"incast\"\nreceiver = 3\nservers = [1, 2]\n\
+         fanin = [2]\nsize = \"64kb\"\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch-exp"))
+        .args(["check", &scenario])
+        .output()
+        .expect("run softswitch-exp");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("tcn: threshold=100: a time needs a unit — write 100us"),
+        "{err}"
+    );
+    for (args, want) in [
+        (
+            &["incast", "--servers", "10.0.0.1:1", "--size", "65536"][..],
+            "a size needs a unit — write 65536b",
+        ),
+        (
+            &[
+                "incast",
+                "--servers",
+                "10.0.0.1:1",
+                "--size",
+                "64kb",
+                "--interval",
+                "10",
+            ],
+            "a time needs a unit — write 10us",
+        ),
+        (
+            &["long", "--server", "10.0.0.1:1", "--rate", "500"],
+            "a rate needs a unit — write 500mbit",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch-tg"))
+            .args(args)
+            .output()
+            .expect("run softswitch-tg");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 }
 
 /// `--aqm-opt help=1` lists the AQM's keys with their values for the given
@@ -272,6 +395,184 @@ fn aqm_opt_help_lists_the_keys_and_exits_0() {
         text.contains("k=312500") && text.contains("bytes"),
         "{text}"
     );
+}
+
+/// `--raqm-opt help=1` lists R-AQM's keys, their values, units and
+/// meanings, on stdout, and exits 0, as `--aqm-opt help=1` does for an AQM;
+/// `--aqm r-aqm --aqm-opt help=1` says where R-AQM's own keys are.
+#[test]
+fn raqm_opt_help_lists_the_keys_and_exits_0() {
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["--aqm", "r-aqm", "--raqm-opt", "help=1"])
+        .output()
+        .expect("run softswitch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for key in [
+        "k_min_pkts=21",
+        "k_max_pkts=42",
+        "interval=62.5us",
+        "stale=5ms",
+        "ece_threshold_pkts=21",
+        "ack_priority=true",
+    ] {
+        assert!(text.contains(key), "{key} missing:\n{text}");
+    }
+    assert!(
+        text.contains("packets") && text.contains("time"),
+        "no units:\n{text}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["--aqm", "r-aqm", "--aqm-opt", "help=1"])
+        .output()
+        .expect("run softswitch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("--raqm-opt help=1") && text.contains("k=31250b"),
+        "{text}"
+    );
+}
+
+/// softswitch-tg's JSON file is `--json-out FILE`; the old `--json FILE`
+/// still names it, with a warning on stderr that names the new flag.
+#[test]
+fn the_traffic_generators_old_json_flag_warns_and_names_json_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |flag: &str| {
+        // Nobody listens on port 1: the run fails at once, after the flags.
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch-tg"))
+            .args([
+                "incast",
+                "--servers",
+                "127.0.0.1:1",
+                "--size",
+                "1kb",
+                "--queries",
+                "1",
+            ])
+            .args(["--timeout", "5s", flag])
+            .arg(dir.path().join("incast.json"))
+            .current_dir(dir.path())
+            .output()
+            .expect("run softswitch-tg");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run("--json");
+    assert!(
+        err.contains("warning: --json FILE is deprecated; write --json-out"),
+        "{err}"
+    );
+    let err = run("--json-out");
+    assert!(!err.contains("deprecated"), "{err}");
+}
+
+/// A stand-in switch's stats socket at `socket` that answers one
+/// connection per snapshot of `snaps`, in order, then goes away.
+fn stats_server(socket: &std::path::Path, snaps: Vec<String>) -> std::thread::JoinHandle<()> {
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    let path = socket.to_path_buf();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for s in snaps {
+            let (mut c, _) = listener.accept().unwrap();
+            let _ = c.write_all(s.as_bytes());
+        }
+        drop(listener);
+        let _ = std::fs::remove_file(&path);
+    })
+}
+
+/// A snapshot at `t` s of one port that has sent `pkts` frames of 1500 B.
+fn stats_snapshot(t: f64, pkts: u64) -> String {
+    format!(
+        r#"{{"elapsed_s": {t}, "ports": [{{"name": "p1", "backlog_bytes": 3000, "backlog_pkts": 2,
+            "egress": {{"port": {{"arrived": {{"pkts": {pkts}}}, "dequeued": {{"pkts": {pkts}, "bytes": {b}}},
+            "marked": {{"threshold": {{"pkts": {m}}}}}, "dropped": {{}}}}, "queues": []}}}}]}}"#,
+        b = pkts * 1500,
+        m = pkts / 10,
+    )
+}
+
+/// `softswitch stats --interval`: rates every interval from successive
+/// snapshots; a restarted switch is said, not printed as negative rates;
+/// a switch that goes away ends it with exit 1; `--count N` ends it with 0.
+#[test]
+fn stats_interval_prints_rates_and_says_when_the_switch_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("stats.sock");
+    let bin = env!("CARGO_BIN_EXE_softswitch");
+    let stats = |args: &[&str]| {
+        let out = Command::new(bin)
+            .args(["stats", "--socket"])
+            .arg(&socket)
+            .args(args)
+            .output()
+            .expect("run softswitch stats");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // 1000 frames of 1500 B per switch second = 12 Mbit/s; then a restart
+    // (the clock back at 0.5 s), then one more second; then gone.
+    let server = stats_server(
+        &socket,
+        vec![
+            stats_snapshot(1.0, 1000),
+            stats_snapshot(2.0, 2000),
+            stats_snapshot(0.5, 10),
+            stats_snapshot(1.5, 1010),
+        ],
+    );
+    let (code, out, err) = stats(&["--interval", "100ms"]);
+    server.join().unwrap();
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("every 100ms (until Ctrl-C)"), "{out}");
+    let rates: Vec<&str> = out.lines().filter(|l| l.starts_with("  p1 ")).collect();
+    assert_eq!(rates.len(), 2, "{out}");
+    for r in &rates {
+        assert!(
+            r.contains("  12.0       1000       100         0  3000 B 2 pkts"),
+            "{r}"
+        );
+    }
+    assert!(!out.contains(" -"), "no negative rate: {out}");
+    assert!(
+        err.contains("the switch restarted: its clock went back from 2.0 s to 0.5 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("softswitch: error: the switch stopped answering after 3 interval(s)"),
+        "{err}"
+    );
+    // --count: that many intervals, then exit 0; --json: one line each.
+    let server = stats_server(
+        &socket,
+        vec![stats_snapshot(1.0, 0), stats_snapshot(2.0, 1000)],
+    );
+    let (code, out, err) = stats(&["--interval", "100ms", "--count", "1", "--json"]);
+    server.join().unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    let line: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(line["ports"][0]["port"]["mbit_s"], 12.0);
+    // The interval is a time with its unit, no shorter than the switch publishes.
+    let (code, _, err) = stats(&["--interval", "1"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("--interval: a time needs a unit — write 1us"),
+        "{err}"
+    );
+    let (_, _, err) = stats(&["--interval", "10ms"]);
+    assert!(err.contains("100ms or more"), "{err}");
+    let (code, _, err) = stats(&["--count", "3"]);
+    assert_eq!(code, Some(2), "clap refuses --count alone: {err}");
 }
 
 /// How a run ended: exit code, or the signal that killed it; and stderr.

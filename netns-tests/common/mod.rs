@@ -922,6 +922,7 @@ pub fn exp_options(test: &str) -> (softswitch::exp::RunOptions, String) {
             first_repeat: 0,
             retry_unfaithful: 0,
             shard: None,
+            pcap: false,
         },
         prefix,
     )

@@ -384,6 +384,7 @@ impl AqmParams for Config {
             "a Not-ECT packet the control law hits: drop (Linux) or mark (TCN prototype)",
         ),
     ];
+    const SIZE_KEYS: &'static [&'static str] = &["maxpacket"];
     fn for_port(env: &AqmEnv) -> Self {
         Config::for_rtt(env.rtt_ns, env.mtu_bytes)
     }

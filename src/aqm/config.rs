@@ -17,7 +17,7 @@ use super::{codel, dctcp, diffecn, droptail, ecnsharp, mqecn, pred, red, tcn};
 use super::{Aqm, QueueCtx, Verdict};
 use crate::packet::Packet;
 use crate::rng::SimRng;
-use crate::units::Nanos;
+use crate::units::{fmt_size, Nanos, Quantity, UnitError};
 use serde::{Deserialize, Serialize};
 
 /// The list: `Variant = "name" | "alias" ...: parameters`. Generates
@@ -51,6 +51,7 @@ macro_rules! aqms {
                 needs: <$params as AqmParams>::NEEDS,
                 keys: <$params as AqmParams>::KEYS,
                 length_keys: <$params as AqmParams>::LENGTH_KEYS,
+                size_keys: <$params as AqmParams>::SIZE_KEYS,
                 for_port: |env| AqmConfig::$variant(<$params as AqmParams>::for_port(env)),
             },
         )*];
@@ -157,6 +158,7 @@ struct Entry {
     needs: PortNeeds,
     keys: &'static [(&'static str, &'static str)],
     length_keys: &'static [&'static str],
+    size_keys: &'static [&'static str],
     for_port: fn(&AqmEnv) -> AqmConfig,
 }
 
@@ -174,7 +176,8 @@ pub fn port_needs(name: &str) -> PortNeeds {
     entry(name).map_or(PortNeeds::NOTHING, |e| e.needs)
 }
 
-fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
+/// Parameters as a TOML table, keyed as `--aqm-opt` (or `--raqm-opt`) takes them.
+pub(crate) fn to_table<T: Serialize>(cfg: &T) -> toml::Table {
     match toml::Value::try_from(cfg) {
         Ok(toml::Value::Table(t)) => t,
         _ => toml::Table::new(),
@@ -195,8 +198,110 @@ pub(crate) fn cli_value(v: &str) -> toml::Value {
     }
 }
 
+/// The size keys of an AQM ([`AqmParams::SIZE_KEYS`]) and which of them
+/// count packets when its `unit` is `packets` ([`AqmParams::LENGTH_KEYS`]);
+/// none for a name the registry does not have (R-AQM: its sizes are
+/// counts named by their unit, `*_pkts`, `*_bytes`).
+#[derive(Clone, Copy)]
+struct SizeKeys {
+    sizes: &'static [&'static str],
+    lengths: &'static [&'static str],
+}
+
+impl SizeKeys {
+    fn of(aqm: &str) -> Self {
+        entry(aqm).map_or(
+            SizeKeys {
+                sizes: &[],
+                lengths: &[],
+            },
+            |e| SizeKeys {
+                sizes: e.size_keys,
+                lengths: e.length_keys,
+            },
+        )
+    }
+
+    fn is_size(&self, key: &str) -> bool {
+        self.sizes.contains(&key)
+    }
+
+    /// Whether `key` is a number of packets in `table`: a length key of an
+    /// AQM whose `unit` is `packets`.
+    fn counts_packets(&self, key: &str, table: &toml::Table) -> bool {
+        self.lengths.contains(&key)
+            && table.get("unit").and_then(toml::Value::as_str) == Some("packets")
+    }
+
+    /// A size given as a string that is only a number (`"1500"`) is read
+    /// as that number, so that one rule decides what it may mean.
+    fn normalised(&self, key: &str, v: &toml::Value) -> toml::Value {
+        match v {
+            toml::Value::String(s) if self.is_size(key) && crate::units::is_bare_number(s) => {
+                cli_value(s)
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// The unit rule for the sizes the user gave (`given`: key and value),
+    /// once every option is in `table`: a bare number only counts packets;
+    /// a size with a byte unit is no number of packets.
+    fn check(
+        &self,
+        aqm: &'static str,
+        table: &toml::Table,
+        given: &[(String, String, toml::Value)],
+    ) -> Result<(), AqmConfigError> {
+        for (as_given, key, v) in given {
+            if !self.is_size(key) {
+                continue;
+            }
+            let packets = self.counts_packets(key, table);
+            let bad = |msg: String| AqmConfigError::BadValue {
+                aqm,
+                key: as_given.clone(),
+                value: shown(v),
+                msg,
+            };
+            let bare = match v {
+                toml::Value::Integer(n) => Some(*n != 0),
+                toml::Value::Float(f) => Some(*f != 0.0),
+                _ => None,
+            };
+            match bare {
+                Some(true) if !packets => {
+                    let mut msg = UnitError::needs_unit(Quantity::Size, &shown(v)).to_string();
+                    if self.lengths.contains(&key.as_str()) && table.contains_key("unit") {
+                        msg.push_str("; or count packets: unit=packets and a number of packets");
+                    }
+                    return Err(bad(msg));
+                }
+                None if packets => {
+                    return Err(bad(format!(
+                        "with unit=packets, {key} is a number of packets: write {key}=20 \
+                         (packets), or unit=bytes to give a size"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value as the user wrote it, for messages.
+fn shown(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// Applies `key = value` overrides to `cfg`; an unknown key or a bad value
-/// is an error naming it (also R-AQM's `--raqm-opt`).
+/// is an error naming it (also R-AQM's `--raqm-opt`). A time or a size
+/// needs a unit (`crate::units`, "One rule"): times are refused bare by
+/// their deserializer, sizes here, where the AQM's `unit` is known.
 pub(crate) fn apply<T>(
     aqm: &'static str,
     cfg: &T,
@@ -205,7 +310,9 @@ pub(crate) fn apply<T>(
 where
     T: Serialize + for<'de> Deserialize<'de>,
 {
+    let sizes = SizeKeys::of(aqm);
     let mut table = to_table(cfg);
+    let mut given = Vec::with_capacity(opts.len());
     for (k, v) in opts {
         let key = k.trim().replace('-', "_");
         if !table.contains_key(&key) {
@@ -215,6 +322,7 @@ where
                 valid: table.keys().cloned().collect(),
             });
         }
+        let v = sizes.normalised(&key, v);
         // Check this one value alone so the error names its key.
         let mut probe = table.clone();
         probe.insert(key.clone(), v.clone());
@@ -222,14 +330,67 @@ where
             return Err(AqmConfigError::BadValue {
                 aqm,
                 key: k.clone(),
+                value: shown(&v),
                 msg: e.message().to_string(),
             });
         }
-        table.insert(key, v.clone());
+        table.insert(key.clone(), v.clone());
+        given.push((k.clone(), key, v));
     }
+    sizes.check(aqm, &table, &given)?;
     toml::Value::Table(table)
         .try_into::<T>()
         .map_err(|e| AqmConfigError::Invalid(format!("{aqm}: {}", e.message())))
+}
+
+/// What `--aqm-opt help=1` (and `--raqm-opt help=1`) prints: the effective
+/// line `describe`, then every key of `keys` with its value in `table`
+/// (`show` renders it as it is typed back), what it is and its unit, then
+/// `units`, how values are written. `flag` and `file_table` name where the
+/// keys are given.
+pub(crate) fn keys_help(
+    describe: &str,
+    flag: &str,
+    file_table: &str,
+    keys: &[(&str, &str)],
+    table: &toml::Table,
+    show: impl Fn(&str, &toml::Value) -> String,
+    units: &str,
+) -> String {
+    let mut out = format!(
+        "{describe}\nKeys ({flag} KEY=VALUE, or KEY = VALUE under {file_table} in the config file), with their values here:\n"
+    );
+    if keys.is_empty() {
+        out.push_str("  (none)\n");
+    }
+    let setting = |key: &str| match table.get(key) {
+        Some(v) => format!("{key}={}", show(key, v)),
+        None => key.to_string(),
+    };
+    let width = keys
+        .iter()
+        .map(|(k, _)| setting(k).len())
+        .max()
+        .unwrap_or(0);
+    for (key, what) in keys {
+        out.push_str(&format!("  {:<width$}  {what}\n", setting(key)));
+    }
+    out.push_str(units);
+    out.push('\n');
+    out
+}
+
+/// Checks `opts` for `--aqm name` the way the switch will apply them (keys,
+/// values, units), on a port like `env`, without the AQM's checks of the
+/// whole: a scenario is checked with this before it runs.
+pub fn check_options(
+    name: &str,
+    env: &AqmEnv,
+    opts: &[(String, toml::Value)],
+) -> Result<(), AqmConfigError> {
+    AqmConfig::defaults_for(name, env)?
+        .overridden(opts)
+        .map(|_| ())
 }
 
 /// The options of `--aqm name` that are queue-length thresholds
@@ -294,32 +455,29 @@ impl AqmConfig {
     }
 
     /// What `--aqm NAME --aqm-opt help=1` prints: the effective line, then
-    /// every key with its value here, what it is and its unit.
+    /// every key with its value here (as it is typed: sizes with their
+    /// unit), what it is and its unit.
     pub fn help(&self) -> String {
         let keys = entry(self.name()).map_or(&[][..], |e| e.keys);
+        let sizes = SizeKeys::of(self.name());
         let table = self.table();
-        let mut out = format!(
-            "{}\nKeys (--aqm-opt KEY=VALUE, or KEY = VALUE under [aqm_opts] in the config file), with their values here:\n",
-            self.describe()
-        );
-        if keys.is_empty() {
-            out.push_str("  (none)\n");
-        }
-        let setting = |key: &str| match table.get(key) {
-            Some(toml::Value::String(s)) => format!("{key}={s}"),
-            Some(v) => format!("{key}={v}"),
-            None => key.to_string(),
-        };
-        let width = keys
-            .iter()
-            .map(|(k, _)| setting(k).len())
-            .max()
-            .unwrap_or(0);
-        for (key, what) in keys {
-            out.push_str(&format!("  {:<width$}  {what}\n", setting(key)));
-        }
-        out.push_str("Times take tc units (250us, 1.5ms); sizes bytes or tc units (32kb).\n");
-        out
+        keys_help(
+            &self.describe(),
+            "--aqm-opt",
+            "[aqm_opts]",
+            keys,
+            &table,
+            |key, v| match v {
+                toml::Value::Integer(n)
+                    if sizes.is_size(key) && !sizes.counts_packets(key, &table) =>
+                {
+                    fmt_size(*n as u64)
+                }
+                other => shown(other),
+            },
+            "Times and sizes need a unit (250us, 1.5ms; 1514b, 32kb with k = 1024 bytes); \
+             counts (packets, flows, table slots) and probabilities are plain numbers.",
+        )
     }
 }
 
@@ -483,6 +641,101 @@ mod tests {
         ));
     }
 
+    /// A bare number is refused for a time, whether it came from
+    /// `--aqm-opt` (a string the CLI reads as a number) or a config file
+    /// (a TOML integer): it once meant nanoseconds, 1000 × less than tc's
+    /// microseconds.
+    #[test]
+    fn a_bare_time_needs_a_unit() {
+        let tcn = || AqmConfig::defaults_for("tcn", &env()).unwrap();
+        let e = tcn().with_overrides(&[kv("threshold", "100")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "tcn: threshold=100: a time needs a unit — write 100us (or 100ns, 100ms)"
+        );
+        let file = [("threshold".to_string(), toml::Value::Integer(100))];
+        let e = tcn().with_toml_overrides(&file).unwrap_err().to_string();
+        assert!(
+            e.contains("threshold=100: a time needs a unit — write 100us"),
+            "{e}"
+        );
+        let file = [("t_max".to_string(), toml::Value::String("80".into()))];
+        let e = tcn().with_toml_overrides(&file).unwrap_err().to_string();
+        assert!(
+            e.contains("t_max=80: a time needs a unit — write 80us"),
+            "{e}"
+        );
+        let e = tcn().with_overrides(&[kv("t_min", "2.5")]).unwrap_err();
+        assert!(e.to_string().contains("write 2.5us"), "{e}");
+        // 0 is 0 in every unit.
+        let c = AqmConfig::defaults_for("mq-ecn", &env())
+            .unwrap()
+            .with_overrides(&[kv("t_idle", "0")])
+            .unwrap();
+        let AqmConfig::MqEcn(m) = c else { panic!() };
+        assert_eq!(m.t_idle, 0);
+    }
+
+    /// A size in bytes needs its unit; a bare number is a number of
+    /// packets, so it stands only where the AQM counts packets.
+    #[test]
+    fn a_bare_size_needs_a_unit_unless_it_counts_packets() {
+        let dctcp = || AqmConfig::defaults_for("dctcp", &env()).unwrap();
+        let e = dctcp().with_overrides(&[kv("k", "23906")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dctcp: k=23906: a size needs a unit — write 23906b for bytes (or 23906kb, \
+             k = 1024 bytes); or count packets: unit=packets and a number of packets"
+        );
+        let file = [("k".to_string(), toml::Value::String("23906".into()))];
+        let e = dctcp().with_toml_overrides(&file).unwrap_err().to_string();
+        assert!(e.contains("k=23906: a size needs a unit"), "{e}");
+        let AqmConfig::Dctcp(d) = dctcp().with_overrides(&[kv("k", "23906b")]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(d.k, 23906);
+        // Packets: a bare number is the count, whichever order the keys come in.
+        for opts in [
+            [kv("k", "65"), kv("unit", "packets")],
+            [kv("unit", "packets"), kv("k", "65")],
+        ] {
+            let AqmConfig::Dctcp(d) = dctcp().with_overrides(&opts).unwrap() else {
+                panic!()
+            };
+            assert_eq!((d.k, d.unit), (65, crate::aqm::LengthUnit::Packets));
+        }
+        // ... and a size in bytes is no number of packets.
+        let e = dctcp()
+            .with_overrides(&[kv("unit", "packets"), kv("k", "30kb")])
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("k=30kb: with unit=packets, k is a number of packets"),
+            "{e}"
+        );
+        // A size that is always bytes says nothing of packets.
+        let e = AqmConfig::defaults_for("codel", &env())
+            .unwrap()
+            .with_overrides(&[kv("maxpacket", "1514")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("write 1514b for bytes (or 1514kb, k = 1024 bytes)"),
+            "{e}"
+        );
+        let e = AqmConfig::defaults_for("red", &env())
+            .unwrap()
+            .with_overrides(&[kv("unit", "packets"), kv("avpkt", "1000")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("avpkt=1000: a size needs a unit"), "{e}");
+        // PRED's thresholds are packets by definition: plain counts.
+        AqmConfig::defaults_for("pred", &env())
+            .unwrap()
+            .with_overrides(&[kv("min_k", "4"), kv("max_k", "200")])
+            .unwrap();
+    }
+
     #[test]
     fn mq_ecn_needs_a_round_robin_scheduler() {
         let c = AqmConfig::defaults_for("mq-ecn", &env()).unwrap();
@@ -585,6 +838,40 @@ mod registry_tests {
         }
     }
 
+    /// Which keys are times and sizes is declared once, by the
+    /// parameters' own deserializers and [`AqmParams::SIZE_KEYS`]; the two
+    /// agree, and every one of them refuses a bare number from the user.
+    #[test]
+    fn every_time_and_size_key_refuses_a_bare_number() {
+        for name in AQM_NAMES {
+            let c = AqmConfig::defaults_for(name, &env()).unwrap();
+            let e = entry(name).unwrap();
+            for (key, v) in c.table() {
+                let takes = |s: &str| {
+                    c.clone()
+                        .overridden(&[(key.clone(), toml::Value::String(s.into()))])
+                        .is_ok()
+                };
+                let is_time =
+                    matches!(&v, toml::Value::String(s) if crate::units::parse_duration(s).is_ok());
+                let is_size = matches!(v, toml::Value::Integer(_)) && takes("2kb");
+                assert_eq!(
+                    is_size,
+                    e.size_keys.contains(&key.as_str()),
+                    "{name}: {key} in SIZE_KEYS"
+                );
+                if is_time || is_size {
+                    let bare = c
+                        .clone()
+                        .overridden(&[(key.clone(), toml::Value::Integer(7))])
+                        .unwrap_err()
+                        .to_string();
+                    assert!(bare.contains("needs a unit"), "{name}: {key}=7: {bare}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn help_shows_the_scaled_values_with_their_units() {
         let h = AqmConfig::defaults_for("tcn", &env()).unwrap().help();
@@ -599,9 +886,18 @@ mod registry_tests {
         assert!(h.contains("  mode=threshold  "), "{h}");
         let h = AqmConfig::defaults_for("dctcp", &env()).unwrap().help();
         assert!(
-            h.contains("k=31250") && h.contains("bytes (or packets)"),
-            "{h}"
+            h.contains("  k=31250b  ") && h.contains("bytes (or packets)"),
+            "{h}: a size as it is typed back"
         );
+        let packets = AqmConfig::defaults_for("dctcp", &env())
+            .unwrap()
+            .with_overrides(&[
+                ("unit".to_string(), "packets".to_string()),
+                ("k".to_string(), "20".to_string()),
+            ])
+            .unwrap()
+            .help();
+        assert!(packets.contains("  k=20  "), "{packets}");
         let h = AqmConfig::defaults_for("droptail", &env()).unwrap().help();
         assert!(h.contains("  (none)"), "{h}");
     }

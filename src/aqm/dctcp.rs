@@ -209,6 +209,7 @@ impl AqmParams for Config {
         ),
     ];
     const LENGTH_KEYS: &'static [&'static str] = &["k"];
+    const SIZE_KEYS: &'static [&'static str] = &["k"];
     fn for_port(env: &AqmEnv) -> Self {
         Config::for_link(env.rate, env.rtt_ns, 1.0)
     }

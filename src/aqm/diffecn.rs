@@ -256,6 +256,7 @@ impl AqmParams for Config {
         ),
     ];
     const LENGTH_KEYS: &'static [&'static str] = &["k"];
+    const SIZE_KEYS: &'static [&'static str] = &["k"];
     const NEEDS: PortNeeds = PortNeeds {
         per_flow_queues: Some(
             "--aqm diffecn marks each flow by its own queue's length and needs \

@@ -26,6 +26,11 @@ pub trait AqmParams: Clone + Serialize + DeserializeOwned {
     /// (`softswitch-exp run --rate`). Times, probabilities, slopes, weights
     /// and table sizes are not lengths.
     const LENGTH_KEYS: &'static [&'static str] = &[];
+    /// The keys that are sizes read with tc units (`32kb`, `1514b`): in
+    /// bytes, or — the ones that are also [`Self::LENGTH_KEYS`] — in
+    /// packets when the AQM's `unit` is `packets`. A bare number is refused
+    /// for them unless it counts packets (`crate::units`, "One rule").
+    const SIZE_KEYS: &'static [&'static str] = &[];
     /// What the AQM needs from its port beyond queues and a scheduler.
     const NEEDS: PortNeeds = PortNeeds::NOTHING;
     /// The paper's defaults scaled to the port (see the file's header).
@@ -93,13 +98,15 @@ pub enum AqmConfigError {
         valid: Vec<String>,
     },
     /// A value that does not parse for its key.
-    #[error("{aqm}: bad value for {key}: {msg}")]
+    #[error("{aqm}: {key}={value}: {msg}")]
     BadValue {
         /// AQM name.
         aqm: &'static str,
         /// The key.
         key: String,
-        /// Why.
+        /// The value as given.
+        value: String,
+        /// Why, and what to write instead.
         msg: String,
     },
     /// `validate()` refused the combination.

@@ -533,6 +533,7 @@ impl AqmParams for Config {
         ),
     ];
     const LENGTH_KEYS: &'static [&'static str] = &["min_th", "max_th", "min_k", "max_k"];
+    const SIZE_KEYS: &'static [&'static str] = &["min_th", "max_th", "min_k", "max_k", "avpkt"];
     fn for_port(env: &AqmEnv) -> Self {
         Config::for_link(env.rate, env.rtt_ns)
     }

@@ -1,23 +1,41 @@
 //! Serde helpers shared by the AQM configs: durations and sizes are written
-//! as tc-style strings (`"50us"`, `"32kb"`) and parsed with [`crate::units`];
-//! a bare integer is accepted too (nanoseconds / bytes) so that a config can
-//! be serialised and read back.
+//! as tc-style strings (`"50us"`, `"32kb"`) and parsed with [`crate::units`].
+//!
+//! A time must carry its unit (`crate::units`, "One rule"): a bare number
+//! other than 0 is refused here, whichever way it came (`--aqm-opt`, a
+//! config file, a scenario, a topology file). A size is serialised as a
+//! plain integer (bytes, or packets where the AQM counts packets) so a
+//! config reads back; whether a bare number given by the user may stand —
+//! only as a count of packets — is decided where the options are applied
+//! (`aqm::config::apply`), which knows the AQM's `unit`.
 
-use crate::units::{fmt_duration, parse_duration, parse_size, Nanos};
+use crate::units::{fmt_duration, parse_duration, parse_size, Nanos, Quantity, UnitError};
 use serde::{de, Deserialize, Deserializer, Serializer};
 
+/// What an option's value can be in TOML.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum StrOrInt {
+enum StrOrNum {
     S(String),
-    I(u64),
+    I(i64),
+    F(f64),
 }
 
-/// Reads a duration: `"250us"`, `"1.5ms"`, or an integer number of ns.
+/// Reads a duration: `"250us"`, `"1.5ms"`, `"0"` or `0`. A bare number
+/// other than 0 is refused with a message that says how to write it.
 pub fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Nanos, D::Error> {
-    match StrOrInt::deserialize(d)? {
-        StrOrInt::S(s) => parse_duration(&s).map_err(de::Error::custom),
-        StrOrInt::I(i) => Ok(i),
+    match StrOrNum::deserialize(d)? {
+        StrOrNum::S(s) => parse_duration(&s).map_err(de::Error::custom),
+        StrOrNum::I(0) => Ok(0),
+        StrOrNum::I(i) => Err(de::Error::custom(UnitError::needs_unit(
+            Quantity::Time,
+            &i.to_string(),
+        ))),
+        StrOrNum::F(0.0) => Ok(0),
+        StrOrNum::F(f) => Err(de::Error::custom(UnitError::needs_unit(
+            Quantity::Time,
+            &f.to_string(),
+        ))),
     }
 }
 
@@ -26,12 +44,17 @@ pub fn ser_duration<S: Serializer>(v: &Nanos, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&fmt_duration(*v))
 }
 
-/// Reads a size: `"32kb"`, `"1500"`, or an integer number of bytes (packets
-/// when the AQM counts packets).
+/// Reads a size: `"32kb"`, `"1500b"`, or a whole number — bytes as
+/// serialised, or packets where the AQM counts packets (the user's bare
+/// numbers are checked before this, by `aqm::config::apply`).
 pub fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    match StrOrInt::deserialize(d)? {
-        StrOrInt::S(s) => parse_size(&s).map_err(de::Error::custom),
-        StrOrInt::I(i) => Ok(i),
+    match StrOrNum::deserialize(d)? {
+        StrOrNum::S(s) => parse_size(&s).map_err(de::Error::custom),
+        StrOrNum::I(i) => u64::try_from(i)
+            .map_err(|_| de::Error::custom(format!("{i} is negative: give a size such as 32kb"))),
+        StrOrNum::F(f) => Err(de::Error::custom(format!(
+            "{f} is not a whole number: give a size such as 32kb, or a whole number of packets"
+        ))),
     }
 }
 

@@ -86,6 +86,13 @@ enum Cmd {
         /// are not the emulated link's).
         #[arg(long)]
         allow_unfaithful: bool,
+        /// Capture what the switch saw in every combination, as the
+        /// scenario's `[capture] pcap = true` does: pcapng per port and
+        /// direction in the combination's own directory (`<dir>/pcap/`),
+        /// each file bounded by `[capture] pcap_max_mb` (default 100 MB, as
+        /// softswitch --pcap-max-mb); recorded in manifest.json.
+        #[arg(long)]
+        pcap: bool,
     },
     /// Rebuild summary.json, stats.csv and the figures of existing results
     /// from what each repeat stored, without running anything (no root);
@@ -239,6 +246,7 @@ fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool
         first_repeat: 0,
         retry_unfaithful: 0,
         shard: None,
+        pcap: false,
     }
 }
 
@@ -480,6 +488,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             dilation,
             allow_unfaithful,
             shard,
+            pcap,
         } => {
             let mut sc = load(&scenario)?;
             if let Some(d) = dilation {
@@ -516,6 +525,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
                     ExitCode::from(2)
                 })?);
             }
+            opts.pcap = pcap;
             if let Some(r) = rate {
                 let (s, how) = scale(&sc, &r, "--rate on the command line")?;
                 sc = s;

@@ -4,11 +4,15 @@
 //! softswitch-tg server --port 5001
 //! softswitch-tg client --servers 10.99.0.2:5001,10.99.0.3:5001 --cdf cdf/websearch.txt \
 //!     --load 0.5 --rate 1gbit --flows 1000 --conns 4 --dscp 0 --seed 1 \
-//!     --out flows.txt --json flows.json
+//!     --out flows.txt --json-out flows.json
 //! softswitch-tg client -b 900 -c conf/client_config.txt -n 5000 -l flows.txt -s 123   # TrafficGenerator's
 //! softswitch-tg incast --servers a:p,b:p,... --size 64kb --queries 100 --interval 10ms
 //! softswitch-tg long --server a:p --duration 10s --dscp 8 --rate 500mbit --csv goodput.csv
 //! ```
+//!
+//! `--json-out FILE` writes a run's records as JSON (`--json FILE`, its
+//! old name, still works and says it is deprecated: `--json` is a switch,
+//! not a file, on `softswitch` and `softswitch stats`).
 //!
 //! Every subcommand but `server` ends by itself (after --flows / --queries /
 //! --duration, or at --timeout) and prints a one-line summary. Exit status:
@@ -78,6 +82,51 @@ struct ServerArgs {
     tcp_pacing: bool,
 }
 
+/// Where a subcommand writes its JSON: `--json-out FILE`, or the old
+/// `--json FILE` (hidden; it prints a deprecation warning, so scripts
+/// written for it keep working and learn the new name).
+#[derive(clap::Args, Debug, Default)]
+struct JsonOut {
+    /// Write the records and totals as JSON to FILE.
+    #[arg(long = "json-out", value_name = "FILE")]
+    json_out: Option<PathBuf>,
+    /// Deprecated name of --json-out.
+    #[arg(
+        long = "json",
+        value_name = "FILE",
+        hide = true,
+        conflicts_with = "json_out"
+    )]
+    json_old: Option<PathBuf>,
+}
+
+impl JsonOut {
+    /// The file, and the warning to print when it came from `--json`.
+    fn path(&self) -> (Option<PathBuf>, Option<String>) {
+        match (&self.json_out, &self.json_old) {
+            (Some(p), _) => (Some(p.clone()), None),
+            (None, Some(p)) => (
+                Some(p.clone()),
+                Some(format!(
+                    "softswitch-tg: warning: --json FILE is deprecated; write --json-out {} \
+                     (--json is a switch, not a file, on softswitch and softswitch stats)",
+                    p.display()
+                )),
+            ),
+            (None, None) => (None, None),
+        }
+    }
+
+    /// The file, after printing the deprecation warning if `--json` named it.
+    fn file(&self) -> Option<PathBuf> {
+        let (path, warning) = self.path();
+        if let Some(w) = warning {
+            eprintln!("{w}");
+        }
+        path
+    }
+}
+
 /// `incast`: the fan-in, the queries and where the results go.
 #[derive(clap::Args)]
 struct IncastArgs {
@@ -106,8 +155,8 @@ struct IncastArgs {
     #[arg(long, default_value = "incast_queries.txt")]
     qct_out: PathBuf,
     /// Everything as JSON.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonOut,
     /// Safety bound on the whole run.
     #[arg(long, default_value = "300s")]
     timeout: String,
@@ -144,15 +193,15 @@ struct LongArgs {
     #[arg(long, default_value = "goodput.csv")]
     csv: PathBuf,
     /// Samples and totals as JSON.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonOut,
 }
 
 /// `client`: flags, or a TrafficGenerator client config file (`-c`) with
 /// TrafficGenerator's command-line letters (`-b`, `-n`, `-t`, `-l`, `-s`).
 #[derive(clap::Args)]
 struct ClientArgs {
-    /// TrafficGenerator client config file (`server IP PORT`, `req_size_dist FILE`, `rate NMbps W`, `dscp V W` lines); the flags below override what it says.
+    /// TrafficGenerator client config file (`server IP PORT`, `req_size_dist FILE`, `rate NMbps W`, `dscp V W` lines; its older format's `load NMbps` and `num_reqs N` lines are read as -b N and -n N, as that TrafficGenerator read them); the flags below override what it says.
     #[arg(short = 'c', long)]
     config: Option<PathBuf>,
     /// Servers, comma-separated ip:port (or `server` lines of --config).
@@ -192,8 +241,8 @@ struct ClientArgs {
     #[arg(short = 'l', long, default_value = "flows.txt")]
     out: PathBuf,
     /// Per-flow records and summary as JSON.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonOut,
     /// Safety bound on the whole run; default twice the expected schedule length + 60s.
     #[arg(long)]
     timeout: Option<String>,
@@ -350,13 +399,14 @@ fn run_incast(a: IncastArgs, dil: Dilation) -> Result<Outcome, TgError> {
         fresh: a.fresh,
         dilation: dil,
     };
+    let json = a.json.file();
     let flows_w = create(&a.out)?;
     let queries_w = create(&a.qct_out)?;
     let rep = incast::run(&cfg)?;
     write_flows_text(flows_w, &rep.flows).map_err(write_err(&a.out))?;
     write_queries_text(queries_w, &rep.queries).map_err(write_err(&a.qct_out))?;
     write_json(
-        &a.json,
+        &json,
         &json!({
             "command": "incast",
             "config": {
@@ -394,6 +444,7 @@ fn run_long(a: LongArgs, dil: Dilation) -> Result<Outcome, TgError> {
         sample: duration(&a.sample)?,
         dilation: dil,
     };
+    let json = a.json.file();
     let mut csv_w = create(&a.csv)?;
     let rep = long::run(&cfg)?;
     use std::io::Write;
@@ -402,7 +453,7 @@ fn run_long(a: LongArgs, dil: Dilation) -> Result<Outcome, TgError> {
         .and_then(|_| csv_w.flush())
         .map_err(write_err(&a.csv))?;
     write_json(
-        &a.json,
+        &json,
         &json!({
             "command": "long",
             "server": cfg.server.to_string(),
@@ -446,8 +497,8 @@ fn client_config(
     let cdf_path = cdf_path(a, file.as_ref())?;
     let cdf = FlowSizeCdf::from_file(&cdf_path)
         .map_err(|e| usage(format!("{}: {e}", cdf_path.display())))?;
-    let (load, link_rate) = offered_load(a)?;
-    let flows = flow_count(a, &cdf, load, link_rate)?;
+    let (load, link_rate) = offered_load(a, file.as_ref())?;
+    let flows = flow_count(a, file.as_ref(), &cdf, load, link_rate)?;
     let dscp = match (&a.dscp, file.as_ref().and_then(|f| f.dscp.clone())) {
         (Some(d), _) => d.parse::<DscpMix>().map_err(usage)?,
         (None, Some(d)) => d,
@@ -500,9 +551,15 @@ fn cdf_path(a: &ClientArgs, file: Option<&tgconf::TgClientFile>) -> Result<PathB
 }
 
 /// The load and the link rate it refers to: `--load` with `--rate`, or
-/// TrafficGenerator's `-b` (a load of 1 at the goodput of that bandwidth).
-fn offered_load(a: &ClientArgs) -> Result<(f64, Rate), TgError> {
-    match (a.bandwidth, a.load, &a.rate) {
+/// TrafficGenerator's `-b` (a load of 1 at the goodput of that bandwidth),
+/// else the config file's `load NMbps` (its older format), read as `-b N`.
+fn offered_load(
+    a: &ClientArgs,
+    file: Option<&tgconf::TgClientFile>,
+) -> Result<(f64, Rate), TgError> {
+    let flags_say = a.bandwidth.is_some() || a.load.is_some() || a.rate.is_some();
+    let file_b = file.and_then(|f| f.load_mbps).filter(|_| !flags_say);
+    match (a.bandwidth.or(file_b), a.load, &a.rate) {
         (Some(mbps), None, None) if mbps > 0.0 && mbps.is_finite() => Ok((
             1.0,
             Rate::from_bps((mbps * 1e6 * TG_GOODPUT_RATIO).round() as u64),
@@ -519,9 +576,10 @@ fn offered_load(a: &ClientArgs) -> Result<(f64, Rate), TgError> {
 }
 
 /// How many flows: `--flows`, else `-t` seconds over the mean gap (at
-/// least 1), else 1000.
+/// least 1), else the config file's `num_reqs` (its older format), else 1000.
 fn flow_count(
     a: &ClientArgs,
+    file: Option<&tgconf::TgClientFile>,
     cdf: &FlowSizeCdf,
     load: f64,
     link_rate: Rate,
@@ -533,18 +591,19 @@ fn flow_count(
             (secs * 1e9 / arrivals.mean_gap_ns()).clamp(1.0, u32::MAX as f64) as u32
         }
         (None, Some(secs)) => return Err(usage(format!("-t {secs}: give seconds above 0"))),
-        (None, None) => 1000,
+        (None, None) => file.and_then(|f| f.num_reqs).unwrap_or(1000),
     })
 }
 
 fn run_client(a: ClientArgs, dil: Dilation) -> Result<Outcome, TgError> {
     let (cfg, cdf_path) = client_config(&a, dil)?;
+    let json = a.json.file();
     // Open the output first: a typo should not cost a whole run.
     let text = create(&a.out)?;
     let rep = client::run(&cfg)?;
     write_flows_text(text, &rep.flows).map_err(write_err(&a.out))?;
     write_json(
-        &a.json,
+        &json,
         &json!({
             "command": "client",
             "config": {
@@ -603,7 +662,7 @@ mod tests {
         match parse(
             "softswitch-tg client --servers 10.99.0.2:5001,10.99.0.3:5001 --cdf cdf/websearch.txt \
              --load 0.5 --rate 1gbit --flows 1000 --conns 4 --dscp 0 --seed 1 \
-             --out flows.txt --json flows.json",
+             --out flows.txt --json-out flows.json",
         ) {
             Cmd::Client(a) => {
                 let (cfg, _) = client_config(&a, Dilation::NONE).unwrap();
@@ -740,6 +799,89 @@ mod tests {
         std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
     }
 
+    /// A config file of TrafficGenerator's older format (before its commit
+    /// d6a4928 moved them to -b and -n) carries `load` and `num_reqs`: they
+    /// run as `-b` and `-n` would, and the command line overrides them.
+    #[test]
+    fn the_older_formats_load_and_num_reqs_are_b_and_n() {
+        let conf = tg_config_file("older");
+        let text = std::fs::read_to_string(&conf).unwrap();
+        let new_format = |args: &str| {
+            client_config(
+                &client_args(&format!(
+                    "softswitch-tg client -c {} {args}",
+                    conf.display()
+                )),
+                Dilation::NONE,
+            )
+            .unwrap()
+            .0
+        };
+        let today = new_format("-b 800 -n 5000");
+        std::fs::write(&conf, format!("{text}load 800Mbps\nnum_reqs 5000\n")).unwrap();
+        let older = new_format("");
+        assert_eq!((older.load, older.link_rate), (today.load, today.link_rate));
+        assert_eq!(older.flows, 5000);
+        assert_eq!(client::plan(&older).unwrap(), client::plan(&today).unwrap());
+        // Flags win over the file, as for every other line.
+        let over = new_format("-b 900 -n 7");
+        assert_eq!(over.flows, 7);
+        assert_eq!(
+            over.link_rate,
+            Rate::from_bps((900e6 * TG_GOODPUT_RATIO).round() as u64)
+        );
+        let over = new_format("--load 0.5 --rate 1gbit -t 1");
+        assert_eq!((over.load, over.link_rate), (0.5, Rate::gbit(1)));
+        assert_ne!(over.flows, 5000);
+        std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
+    }
+
+    /// `--json-out FILE` names the JSON file; `--json FILE`, its old name,
+    /// still does, with a warning that names the new flag.
+    #[test]
+    fn json_out_names_the_file_and_json_still_works_with_a_warning() {
+        for sub in [
+            "client --servers 10.0.0.1:1 --cdf x -b 9",
+            "incast --servers 10.0.0.1:1 --size 64kb",
+            "long --server 10.0.0.1:1",
+        ] {
+            let json = |cmd: Cmd| match cmd {
+                Cmd::Client(a) => a.json,
+                Cmd::Incast(a) => a.json,
+                Cmd::Long(a) => a.json,
+                Cmd::Server(_) => panic!("server"),
+            };
+            let new = json(parse(&format!("softswitch-tg {sub} --json-out r.json")));
+            assert_eq!(new.path(), (Some(PathBuf::from("r.json")), None), "{sub}");
+            let old = json(parse(&format!("softswitch-tg {sub} --json r.json")));
+            let (path, warning) = old.path();
+            assert_eq!(path, Some(PathBuf::from("r.json")), "{sub}");
+            let w = warning.expect("a warning");
+            assert!(
+                w.contains("--json FILE is deprecated; write --json-out r.json"),
+                "{w}"
+            );
+            assert_eq!(
+                json(parse(&format!("softswitch-tg {sub}"))).path(),
+                (None, None)
+            );
+            let both = format!("softswitch-tg {sub} --json a --json-out b");
+            assert!(
+                Cli::try_parse_from(both.split_whitespace()).is_err(),
+                "{both}"
+            );
+        }
+        // The old name is hidden from --help; the new one is shown.
+        let help = match Cli::try_parse_from(["softswitch-tg", "client", "--help"]) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("--help"),
+        };
+        assert!(
+            help.contains("--json-out <FILE>") && !help.contains("--json <FILE>"),
+            "{help}"
+        );
+    }
+
     #[test]
     fn flags_override_the_config_file() {
         let conf = tg_config_file("override");
@@ -776,13 +918,9 @@ mod tests {
         assert!(e(&format!("softswitch-tg client -c {c} -b 0")).contains("above 0"));
         std::fs::write(&conf, "server 10.0.0.1 5001\nreq_size_dist nowhere.txt\n").unwrap();
         assert!(e(&format!("softswitch-tg client -c {c} -b 9")).contains("nowhere.txt"));
-        std::fs::write(
-            &conf,
-            "server 10.0.0.1 5001\nreq_size_dist x\nload 800Mbps\n",
-        )
-        .unwrap();
+        std::fs::write(&conf, "server 10.0.0.1 5001\nreq_size_dist x\nload 800\n").unwrap();
         let msg = e(&format!("softswitch-tg client -c {c} -b 9"));
-        assert!(msg.contains(":3:") && msg.contains("-b MBPS"), "{msg}");
+        assert!(msg.contains(":3:") && msg.contains("load 800Mbps"), "{msg}");
         assert!(Cli::try_parse_from(["softswitch-tg", "client", "-n", "5", "-t", "1"]).is_err());
         std::fs::remove_dir_all(conf.parent().unwrap()).unwrap();
     }

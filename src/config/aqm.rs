@@ -39,7 +39,7 @@ pub(super) fn choice(l: &Layers) -> Result<AqmChoice, ConfigError> {
             (name, true)
         }
         None => {
-            if l.flags.raqm_forward.is_some() || !l.flags.raqm_opt.is_empty() {
+            if l.flags.raqm_forward.is_some() || l.flags.raqm_opt.iter().any(|o| !is_help(o)) {
                 return Err(ConfigError::Invalid(
                     "--raqm-forward / --raqm-opt need --aqm r-aqm".into(),
                 ));
@@ -154,13 +154,30 @@ pub(super) fn raqm(
     if !choice.raqm {
         return Ok(None);
     }
-    let flags = pairs("--raqm-opt", &l.flags.raqm_opt)?;
+    raqm_config(l, env).map(Some)
+}
+
+/// R-AQM's parameters on a port like `env`, whether or not `--aqm r-aqm`
+/// runs it (`--raqm-opt help=1` lists them either way).
+pub(super) fn raqm_config(l: &Layers, env: &AqmEnv) -> Result<crate::raqm::Config, ConfigError> {
+    let given: Vec<String> = l
+        .flags
+        .raqm_opt
+        .iter()
+        .filter(|o| !is_help(o))
+        .cloned()
+        .collect();
+    let flags = pairs("--raqm-opt", &given)?;
     let file = table_pairs(&l.file.raqm_opts);
     crate::raqm::Config::for_link(env.rate, env.rtt_ns)
         .with_overrides(&file)
         .and_then(|c| c.with_cli_overrides(&flags))
-        .map(Some)
         .map_err(|e| ConfigError::Invalid(format!("--aqm r-aqm: {e}")))
+}
+
+/// Whether `--raqm-opt help=1` (or a bare `help`) asks for R-AQM's keys.
+pub(super) fn raqm_help_requested(l: &Layers) -> bool {
+    l.flags.raqm_opt.iter().any(|o| is_help(o))
 }
 
 /// Whether `--aqm-opt help=1` (or a bare `help`) asks for the AQM's keys.

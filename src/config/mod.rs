@@ -72,15 +72,21 @@ pub const DEFAULT_CATCHUP: &str = "0";
 pub const MTU: u32 = 1500;
 
 /// Layers the config file (if any) under the flags and resolves every area.
-/// `--aqm-opt help=1` ends here with [`ConfigError::Help`].
+/// `--aqm-opt help=1` and `--raqm-opt help=1` end here with
+/// [`ConfigError::Help`].
 pub fn resolve(flags: &Options) -> Result<Settings, ConfigError> {
     let file = match &flags.config {
         Some(p) => Options::load(p)?,
         None => Options::default(),
     };
     let l = Layers { flags, file: &file };
-    if aqm::help_requested(&l) {
-        return Err(ConfigError::Help(ports::aqm_help(&l)?));
+    let help = [
+        aqm::help_requested(&l).then(|| ports::aqm_help(&l)),
+        aqm::raqm_help_requested(&l).then(|| ports::raqm_help(&l)),
+    ];
+    if help.iter().any(Option::is_some) {
+        let texts = help.into_iter().flatten().collect::<Result<Vec<_>, _>>()?;
+        return Err(ConfigError::Help(texts.join("\n")));
     }
     let names = ports::names(&l)?;
     let shared = ports::Shared::resolve(&l)?;

@@ -134,14 +134,14 @@ pub struct Options {
     /// With --aqm r-aqm: the forward-path AQM (default dctcp, the paper's "R-AQM (ECN)"); --aqm-opt sets its parameters.
     #[arg(long)]
     pub raqm_forward: Option<String>,
-    /// R-AQM parameter KEY=VALUE (repeatable), e.g. k_min_pkts=20, interval=60us, rwnd_threshold_pkts=40.
+    /// R-AQM parameter KEY=VALUE (repeatable), e.g. k_min_pkts=20, interval=60us, rwnd_threshold_pkts=40; `--raqm-opt help=1` lists the keys.
     #[arg(long = "raqm-opt", value_name = "KEY=VALUE")]
     #[serde(skip)]
     pub raqm_opt: Vec<String>,
     /// File only: R-AQM's parameters (`[raqm_opts]`, e.g. k_min_pkts = 20).
     #[arg(skip)]
     pub raqm_opts: Option<BTreeMap<String, toml::Value>>,
-    /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys.
+    /// AQM parameter KEY=VALUE (repeatable); `--aqm X --aqm-opt help=1` lists the keys. Times and sizes need a unit (threshold=100us, k=30kb); counts are plain numbers.
     #[arg(long = "aqm-opt", value_name = "KEY=VALUE")]
     #[serde(skip)]
     pub aqm_opt: Vec<String>,

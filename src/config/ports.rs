@@ -274,18 +274,50 @@ pub(super) fn aqm_help(l: &Layers) -> Result<String, ConfigError> {
     let rate = rate_setting("rate", l.text(|o| &o.rate, DEFAULT_RATE))?;
     let env = shared.aqm_env(rate);
     let aqm = aqm::for_port(&shared.aqm, &shared.aqm_opts, &env)?;
+    let raqm = if shared.aqm.raqm {
+        format!(
+            "--aqm r-aqm: R-AQM on the reverse path, with the forward AQM {} whose keys \
+             follow (--aqm-opt); R-AQM's own keys: --aqm r-aqm --raqm-opt help=1\n",
+            aqm.name()
+        )
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "{raqm}--aqm {} on {}:\n{}",
+        aqm.name(),
+        port_line(&shared, &env, rate),
+        aqm.help()
+    ))
+}
+
+/// What `--raqm-opt help=1` prints: R-AQM's keys with their values on the
+/// first port, as `--aqm-opt help=1` lists an AQM's.
+pub(super) fn raqm_help(l: &Layers) -> Result<String, ConfigError> {
+    let shared = Shared::resolve(l)?;
+    let rate = rate_setting("rate", l.text(|o| &o.rate, DEFAULT_RATE))?;
+    let env = shared.aqm_env(rate);
+    let raqm = aqm::raqm_config(l, &env)?;
+    Ok(format!(
+        "--aqm r-aqm (R-AQM on the reverse path; --aqm r-aqm+NAME or --raqm-forward \
+         names the forward AQM, whose keys --aqm-opt help=1 lists) on {}:\n{}",
+        port_line(&shared, &env, rate),
+        raqm.help()
+    ))
+}
+
+/// The port the listed values are for, and what scales them.
+fn port_line(shared: &Shared, env: &AqmEnv, rate: Rate) -> String {
     let rate = if rate.bps() == 0 {
         "unshaped".to_string()
     } else {
         rate.to_string()
     };
-    Ok(format!(
-        "--aqm {} on a port of rate {rate}, rtt {}, {} queue(s), sched {} \
-         (--rate, --rtt, --queues and --sched scale the values):\n{}",
-        aqm.name(),
+    format!(
+        "a port of rate {rate}, rtt {}, {} queue(s), sched {} \
+         (--rate, --rtt, --queues and --sched scale the values)",
         crate::units::fmt_duration(env.rtt_ns),
         env.num_queues,
         shared.sched.describe(),
-        aqm.help()
-    ))
+    )
 }

@@ -172,7 +172,7 @@ fn diffecn_defaults_to_per_flow_queues_and_a_strict_temporary_queue() {
         "--queues",
         "32",
         "--classify",
-        "flow,pass-limit=3000",
+        "flow,pass-limit=3000b",
         "--aqm-opt",
         "k=10kb",
     ]))
@@ -227,7 +227,7 @@ fn assert_advice(cases: &[(&[&str], &str)]) {
 const MISTAKES: &[(&[&str], &str)] = &[
     (&[], "--ports"),
     (&["--ports", "a", "--rate", "1gigabit"], "1gbit"),
-    (&["--ports", "a", "--buffer", "1000"], "smaller than one"),
+    (&["--ports", "a", "--buffer", "1000b"], "smaller than one"),
     (&["--ports", "a", "--queues", "200"], "1 to 128"),
     (&["--ports", "a", "--duration", "0s"], "--duration"),
     (&["--ports", "a", "--frames", "0"], "--frames"),
@@ -250,6 +250,189 @@ fn user_mistakes_get_advice() {
         "{slow}"
     );
     assert!(resolve(&args(&["--ports", "a", "--rate", "12304bit"])).is_ok());
+}
+
+/// Every time and size of the switch needs its unit, on the command line
+/// and in the config file alike; the message says how to write it.
+#[test]
+fn bare_times_and_sizes_are_refused_from_flags_and_files() {
+    for (flags, want) in [
+        (
+            &["--rtt", "250"][..],
+            "rtt: a time needs a unit — write 250us (or 250ns, 250ms)",
+        ),
+        (
+            &["--delay", "50"],
+            "delay: a time needs a unit — write 50us",
+        ),
+        (
+            &["--port-delay", "b=50"],
+            "a time needs a unit — write 50us",
+        ),
+        (
+            &["--buffer", "96000"],
+            "buffer: a size needs a unit — write 96000b",
+        ),
+        (
+            &["--queue-limit", "30000"],
+            "a size needs a unit — write 30000b",
+        ),
+        (
+            &["--bucket", "5000"],
+            "bucket: a size needs a unit — write 5000b",
+        ),
+        (
+            &["--rate", "1000"],
+            "rate: a rate needs a unit — write 1000mbit",
+        ),
+        (
+            &["--classify", "flow,timeout=375"],
+            "timeout: a time needs a unit",
+        ),
+        (
+            &["--classify", "flow,pass-limit=15140"],
+            "pass-limit: a size needs a unit",
+        ),
+        (
+            &["--aqm", "tcn", "--aqm-opt", "threshold=100"],
+            "--aqm tcn: tcn: threshold=100: a time needs a unit — write 100us (or 100ns, 100ms)",
+        ),
+        (
+            &["--aqm", "dctcp", "--aqm-opt", "k=30000"],
+            "k=30000: a size needs a unit — write 30000b",
+        ),
+        (
+            &["--aqm", "r-aqm", "--raqm-opt", "interval=60"],
+            "--aqm r-aqm: r-aqm: interval=60: a time needs a unit — write 60us",
+        ),
+    ] {
+        let mut v = vec!["--ports", "a,b"];
+        v.extend_from_slice(flags);
+        let e = error_of(&v);
+        assert!(e.contains(want), "{flags:?}: {e}");
+    }
+    let from_file = |text: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, format!("ports = [\"a\", \"b\"]\n{text}")).unwrap();
+        let p = path.to_str().unwrap().to_string();
+        error_of(&["--config", &p])
+    };
+    for (text, want) in [
+        ("rtt = \"250\"\n", "rtt: a time needs a unit — write 250us"),
+        (
+            "buffer = \"96000\"\n",
+            "buffer: a size needs a unit — write 96000b",
+        ),
+        (
+            "[port.b]\ndelay = \"20\"\n",
+            "a time needs a unit — write 20us",
+        ),
+        (
+            "aqm = \"tcn\"\n[aqm_opts]\nthreshold = 100\n",
+            "tcn: threshold=100: a time needs a unit — write 100us",
+        ),
+        (
+            "aqm = \"red\"\n[aqm_opts]\nmin_th = 10000\n",
+            "red: min_th=10000: a size needs a unit — write 10000b",
+        ),
+        (
+            "aqm = \"r-aqm\"\n[raqm_opts]\nstale = 5\n",
+            "r-aqm: stale=5: a time needs a unit — write 5us",
+        ),
+    ] {
+        let e = from_file(text);
+        assert!(e.contains(want), "{text:?}: {e}");
+    }
+    // With their units, and counts as plain numbers, the same settings run.
+    resolve(&args(&[
+        "--ports",
+        "a,b",
+        "--rtt",
+        "250us",
+        "--buffer",
+        "96000b",
+        "--aqm",
+        "r-aqm",
+        "--aqm-opt",
+        "k=20",
+        "--aqm-opt",
+        "unit=packets",
+        "--raqm-opt",
+        "interval=60us",
+        "--raqm-opt",
+        "k_min_pkts=20",
+        "--raqm-opt",
+        "k_max_pkts=40",
+        "--quantum",
+        "1514",
+    ]))
+    .unwrap();
+}
+
+/// `--raqm-opt help=1` lists R-AQM's keys as `--aqm-opt help=1` lists an
+/// AQM's, scaled to the port, with or without `--aqm r-aqm`; `--aqm r-aqm
+/// --aqm-opt help=1` lists the forward AQM's and says where R-AQM's are.
+#[test]
+fn raqm_opt_help_lists_raqm_keys_and_aqm_opt_help_points_to_it() {
+    let help = |list: &[&str]| match resolve(&args(list)) {
+        Err(ConfigError::Help(t)) => t,
+        other => panic!("{list:?}: {other:?}"),
+    };
+    let h = help(&["--raqm-opt", "help=1", "--rate", "10gbit", "--rtt", "12us"]);
+    assert!(h.contains("on a port of rate 10gbit, rtt 12us"), "{h}");
+    assert!(
+        h.contains("r-aqm (R-AQM paper §IV): K_min 10 / K_max 20 pkts"),
+        "{h}"
+    );
+    for (key, _) in crate::raqm::Config::KEYS {
+        assert!(h.contains(&format!("  {key}=")), "{key}:\n{h}");
+    }
+    assert!(h.contains("  interval=3us  "), "{h}");
+    // With --aqm r-aqm and the user's own values, as --aqm-opt help=1 shows them.
+    let h = help(&[
+        "--aqm",
+        "r-aqm",
+        "--raqm-opt",
+        "k_min_pkts=30",
+        "--raqm-opt",
+        "k-max-pkts=60",
+        "--raqm-opt",
+        "help",
+    ]);
+    assert!(
+        h.contains("  k_min_pkts=30  ") && h.contains("  k_max_pkts=60  "),
+        "{h}"
+    );
+    // The forward AQM's keys, and where R-AQM's own are.
+    let h = help(&["--aqm", "r-aqm+tcn", "--aqm-opt", "help=1"]);
+    assert!(
+        h.starts_with("--aqm r-aqm: R-AQM on the reverse path, with the forward AQM tcn"),
+        "{h}"
+    );
+    assert!(
+        h.contains("R-AQM's own keys: --aqm r-aqm --raqm-opt help=1"),
+        "{h}"
+    );
+    assert!(
+        h.contains("  threshold=250us  ") && !h.contains("k_min_pkts"),
+        "{h}"
+    );
+    // Both asked: both lists.
+    let h = help(&[
+        "--aqm",
+        "r-aqm",
+        "--aqm-opt",
+        "help=1",
+        "--raqm-opt",
+        "help=1",
+    ]);
+    assert!(
+        h.contains("  k=31250b  ") && h.contains("  k_min_pkts=21  "),
+        "{h}"
+    );
+    // Without r-aqm, --raqm-opt still needs --aqm r-aqm for anything but help.
+    assert!(error_of(&["--ports", "a,b", "--raqm-opt", "k_min_pkts=3"]).contains("--aqm r-aqm"));
 }
 
 #[test]

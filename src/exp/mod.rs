@@ -13,6 +13,8 @@
 //!   scheme against the baseline with a verdict (no root).
 //! * [`report`] — `summary.json`, `stats.csv` and the figures rebuilt from a
 //!   results directory, after a run or later (no root).
+//! * [`tidy`] — `flows.csv`, `queries.csv` and `repeats.csv`: one
+//!   observation per row, every combination in one table (no root).
 //! * [`timeseries`] — the live-stats samples and their CSV (no root).
 //! * [`plot`], [`figures`] — PNG/SVG line charts with error bars and a CSV
 //!   of what each plots (no root).
@@ -33,6 +35,7 @@ pub mod scale;
 pub mod scenario;
 pub mod stats;
 pub mod summary;
+pub mod tidy;
 pub mod timeseries;
 
 pub use runner::{run, Fault, RunOptions, RunReport};

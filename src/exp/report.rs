@@ -534,6 +534,7 @@ pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Repo
         .with_context(|| format!("writing {}", files[0].display()))?;
     write_stats_csv(&files[1], &summary)
         .with_context(|| format!("writing {}", files[1].display()))?;
+    files.extend(super::tidy::write(out, &loaded.name, &loaded.results)?);
     let fig_input = FigureInput {
         sc: &loaded.sc,
         summary: &summary,

@@ -90,6 +90,22 @@ pub struct RunOptions {
     /// Run only this shard of the combinations (`--shard K/N`,
     /// [`super::plan`]).
     pub shard: Option<super::plan::Shard>,
+    /// Capture in every combination (`run --pcap`), as the scenario's
+    /// `[capture] pcap = true` does, with its bounds.
+    pub pcap: bool,
+}
+
+impl RunOptions {
+    /// Whether the switch captures in every combination: the scenario's
+    /// `[capture] pcap`, or `run --pcap`.
+    pub fn captures(&self, sc: &Scenario) -> bool {
+        self.pcap || sc.capture.pcap
+    }
+}
+
+/// Where a combination's switch writes its capture (with [`RunOptions::captures`]).
+pub fn capture_dir(combo_dir: &Path) -> PathBuf {
+    combo_dir.join("pcap")
 }
 
 /// What a finished run produced.
@@ -473,6 +489,22 @@ fn manifest(
         "dilation": sc.dilation(),
         "rps": sc.rps().to_string(),
         "shard": opts.shard.map(|s| s.to_string()),
+        "capture": capture_manifest(sc, opts),
+    })
+}
+
+/// `manifest.capture`: where each combination's capture is and how it is
+/// bounded (null: no capture).
+fn capture_manifest(sc: &Scenario, opts: &RunOptions) -> Value {
+    if !opts.captures(sc) {
+        return Value::Null;
+    }
+    json!({
+        "dir": capture_dir(Path::new("<combination>")).display().to_string(),
+        "files": "<port>-rx.pcapng and <port>-tx.pcapng per switch port",
+        "pcap_snaplen": sc.capture.snaplen(),
+        "pcap_max_mb": sc.capture.max_mb(),
+        "asked_by": if sc.capture.pcap { "scenario [capture]" } else { "run --pcap" },
     })
 }
 
@@ -821,6 +853,7 @@ pub(super) mod tests {
             first_repeat: 0,
             retry_unfaithful: 0,
             shard: None,
+            pcap: false,
         }
     }
 
@@ -989,6 +1022,33 @@ pub(super) mod tests {
         let m4 = manifest(&sc4, "t", &opts(), "xt", &t, &sc4.combos(), "now");
         assert_eq!(m4["dilation"], 4.0);
         assert_eq!(m4["scenario"]["dilation"], 4.0);
+    }
+
+    #[test]
+    fn the_manifest_says_where_the_captures_are_and_how_they_are_bounded() {
+        let t = topo(3);
+        let sc = Scenario::from_toml(STATIC, Path::new("t.toml")).unwrap();
+        let m = |sc: &Scenario, o: &RunOptions| manifest(sc, "t", o, "xt", &t, &sc.combos(), "now");
+        assert!(m(&sc, &opts()).get("capture").is_some_and(Value::is_null));
+        let mut o = opts();
+        o.pcap = true;
+        let c = &m(&sc, &o)["capture"];
+        assert_eq!(c["dir"], "<combination>/pcap");
+        assert_eq!(
+            (c["pcap_max_mb"].as_f64(), c["pcap_snaplen"].as_u64()),
+            (Some(100.0), Some(256))
+        );
+        assert_eq!(c["asked_by"], "run --pcap");
+        let sc = Scenario::from_toml(
+            &format!("{STATIC}\n[capture]\npcap = true\npcap_max_mb = 1\n"),
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let c = &m(&sc, &opts())["capture"];
+        assert_eq!(
+            (c["pcap_max_mb"].as_f64(), c["asked_by"].as_str()),
+            (Some(1.0), Some("scenario [capture]"))
+        );
     }
 
     #[test]

@@ -13,8 +13,9 @@
 //!   `--rtt` (K, MQ-ECN's K_i, DiffECN's K_p …) follow by themselves;
 //! * `switch.buffer` and every *size*-valued AQM option (`k = "30kb"`,
 //!   RED's thresholds) × f — the same time to drain, the same K in time; a
-//!   bare number only where the AQM names the key a queue length
-//!   (`aqm::config::length_keys`: `k = 2656` bytes, PRED's `max_k` packets);
+//!   bare number (a count of packets) only where the AQM names the key a
+//!   queue length (`aqm::config::length_keys`: `k = 65` with `unit =
+//!   "packets"`, PRED's `max_k`);
 //! * every paced flow's `rate` × f — the same share of the link;
 //! * unless the scenario says `[scale] buffer = "keep"` (incast: the first
 //!   window in frames against the buffer in frames decides it), in which
@@ -41,7 +42,7 @@ use serde::Serialize;
 
 use super::scenario::{BufferScaling, Scenario, ScenarioError, TrafficSpec};
 use crate::timebase::Dilation;
-use crate::units::{parse_duration, parse_rate, parse_size, Rate};
+use crate::units::{fmt_size, parse_duration, parse_rate, parse_size, Rate};
 
 /// How a scenario was scaled.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -60,15 +61,6 @@ pub struct Scaling {
 
 fn inv(m: String) -> ScenarioError {
     ScenarioError::Invalid(m)
-}
-
-/// A size in the unit the user wrote it in where possible (KB when whole).
-fn fmt_size(bytes: u64) -> String {
-    if bytes >= 1024 && bytes.is_multiple_of(1024) {
-        format!("{}kb", bytes / 1024)
-    } else {
-        format!("{bytes}")
-    }
 }
 
 /// `sc` at `rate`, with everything measured in bytes or bit/s scaled by the
@@ -122,7 +114,8 @@ pub fn scale(
         let lengths = crate::aqm::config::length_keys(base);
         for (key, v) in opts.iter_mut() {
             // A bare number is a length only where the AQM says the key is
-            // one (`k = 2656` bytes, PRED's `max_k = 107` packets).
+            // one: a count of packets (`k = 65` with `unit = "packets"`,
+            // PRED's `max_k = 107`); sizes in bytes carry their unit.
             if let toml::Value::Integer(n) = *v {
                 if n > 0 && lengths.contains(&key.replace('-', "_").as_str()) {
                     let nn = scale_bytes(n as u64);
@@ -569,7 +562,7 @@ mod tests {
             rate = "1gbit"
             buffer = "192kb"
             [switch.aqm_opts."dctcp@port"]
-            k = 2656
+            k = "2656b"
             occupancy = "port"
             [switch.aqm_opts."red@fixed"]
             form = "point-slope"
@@ -587,7 +580,7 @@ mod tests {
         "#;
         let (s, how) = scale(&sc(text), "500mbit", "test").unwrap();
         let o = &s.switch.aqm_opts;
-        assert_eq!(o["dctcp@port"]["k"].as_integer(), Some(1328), "bytes");
+        assert_eq!(o["dctcp@port"]["k"].as_str(), Some("1328b"), "bytes");
         assert_eq!(o["red@fixed"]["max_k"].as_integer(), Some(54), "packets");
         assert_eq!(o["red@fixed"]["min_k"].as_integer(), Some(2));
         assert_eq!(o["red@fixed"]["lambda"].as_float(), Some(0.2), "a slope");
@@ -600,7 +593,7 @@ mod tests {
         assert!(how
             .changes
             .iter()
-            .any(|c| c.contains("dctcp@port.k: 2656 → 1328")));
+            .any(|c| c.contains("dctcp@port.k: 2656b → 1328b")));
     }
 
     #[test]

@@ -96,6 +96,60 @@ pub struct Scenario {
     /// How repeats are summarised and schemes compared (`[stats]`).
     #[serde(default)]
     pub stats: StatsSpec,
+    /// What the switch saw, captured in every combination (`[capture]`).
+    #[serde(default, skip_serializing_if = "CaptureSpec::is_default")]
+    pub capture: CaptureSpec,
+}
+
+/// `[capture]`: the switch's own capture (`softswitch --pcap`) in every
+/// combination, into that combination's directory (`<dir>/pcap/`: pcapng
+/// per port and direction, `crate::capture`), bounded per file as the
+/// switch's `--pcap-max-mb` bounds it. `softswitch-exp run --pcap` turns it
+/// on for a run of any scenario, with these bounds.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureSpec {
+    /// Capture (default false).
+    #[serde(default)]
+    pub pcap: bool,
+    /// Bytes of each frame kept, as `softswitch --pcap-snaplen` (default
+    /// `capture::DEFAULT_SNAPLEN`, every header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_snaplen: Option<u32>,
+    /// Bound of each capture file in MB, as `softswitch --pcap-max-mb`
+    /// (default `capture::DEFAULT_MAX_MB`); packets beyond it are counted,
+    /// not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_max_mb: Option<f64>,
+}
+
+impl CaptureSpec {
+    fn is_default(&self) -> bool {
+        *self == CaptureSpec::default()
+    }
+
+    /// Bytes of each frame kept.
+    pub fn snaplen(&self) -> u32 {
+        self.pcap_snaplen.unwrap_or(crate::capture::DEFAULT_SNAPLEN)
+    }
+
+    /// Bound of each file, MB.
+    pub fn max_mb(&self) -> f64 {
+        self.pcap_max_mb
+            .unwrap_or(crate::capture::DEFAULT_MAX_MB as f64)
+    }
+
+    /// The switch's flags that capture into `dir` with these bounds.
+    pub fn switch_args(&self, dir: &Path) -> Vec<String> {
+        vec![
+            "--pcap".into(),
+            dir.display().to_string(),
+            "--pcap-snaplen".into(),
+            self.snaplen().to_string(),
+            "--pcap-max-mb".into(),
+            self.max_mb().to_string(),
+        ]
+    }
 }
 
 /// `[stats]`: the interval of a number across repeats and the test that
@@ -691,6 +745,7 @@ impl Scenario {
         self.validate_fabric()?;
         self.validate_switch()?;
         self.validate_fidelity()?;
+        self.validate_capture()?;
         match &self.traffic {
             TrafficSpec::Workload(w) => self.validate_workload(w),
             TrafficSpec::Incast(i) => self.validate_incast(i),
@@ -815,12 +870,88 @@ impl Scenario {
                 sw.queues
             )));
         }
+        self.validate_aqm_opts()?;
         if let Some(s) = &sw.sched {
             if !SchedName::ALL.iter().any(|n| n.as_str() == s) {
                 return Err(inv(format!(
                     "switch.sched: unknown scheduler `{s}` — choose sp, dwrr, wfq, sp+dwrr or sp+wfq"
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// Every AQM's options as the switch will apply them — keys, values
+    /// and units (a bare `threshold = 100` is refused here, not by the
+    /// switch halfway through a sweep): `switch.aqm_opts`, and `--aqm-opt`
+    /// / `--raqm-opt` pairs in `extra_args` and `variant_args`. The AQMs'
+    /// checks of the whole (thresholds against each other) stay with the
+    /// switch, which knows the port they run on.
+    fn validate_aqm_opts(&self) -> Result<(), ScenarioError> {
+        let sw = &self.switch;
+        let env = crate::aqm::AqmEnv {
+            rate: parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate: {e}")))?,
+            rtt_ns: parse_duration(&sw.rtt).map_err(|e| inv(format!("switch.rtt: {e}")))?,
+            num_queues: sw.queues as usize,
+            mtu_bytes: crate::config::MTU,
+            quanta: None,
+        };
+        for a in &sw.aqm {
+            let raqm = crate::raqm::parse_aqm_name(aqm_kind(a));
+            let kind = match raqm {
+                Some(forward) => forward.unwrap_or(crate::raqm::DEFAULT_FORWARD_AQM),
+                None => aqm_kind(a),
+            };
+            let mut opts: Vec<(String, toml::Value)> = sw
+                .aqm_opts
+                .get(a)
+                .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default();
+            let args: Vec<&String> = sw
+                .extra_args
+                .iter()
+                .chain(sw.variant_args.get(a).into_iter().flatten())
+                .collect();
+            let pairs = |flag: &str| -> Vec<(String, toml::Value)> {
+                args.windows(2)
+                    .filter(|w| w[0] == flag)
+                    .filter_map(|w| w[1].split_once('='))
+                    .filter(|(k, _)| k.trim() != "help")
+                    .map(|(k, v)| (k.trim().to_string(), crate::aqm::config::cli_value(v)))
+                    .collect()
+            };
+            opts.extend(pairs("--aqm-opt"));
+            crate::aqm::config::check_options(kind, &env, &opts)
+                .map_err(|e| inv(format!("switch.aqm_opts.{a} (or its --aqm-opt): {e}")))?;
+            let raqm_opts = pairs("--raqm-opt");
+            if raqm.is_some() || !raqm_opts.is_empty() {
+                crate::raqm::Config::for_link(env.rate, env.rtt_ns)
+                    .check_overrides(&raqm_opts)
+                    .map_err(|e| inv(format!("{a}: --raqm-opt: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `[capture]`: the bounds the switch accepts for `--pcap-snaplen` and
+    /// `--pcap-max-mb` (`config::pcap`), checked whether or not `pcap` is
+    /// on (`run --pcap` uses them).
+    fn validate_capture(&self) -> Result<(), ScenarioError> {
+        let c = &self.capture;
+        if !(1..=65_535).contains(&c.snaplen()) {
+            return Err(inv(format!(
+                "capture.pcap_snaplen = {}: give 1 to 65535 bytes (256 keeps every header), as \
+                 softswitch --pcap-snaplen",
+                c.snaplen()
+            )));
+        }
+        let min = crate::config::PcapSettings::MIN_MAX_MB;
+        if !(c.max_mb().is_finite() && c.max_mb() >= min) {
+            return Err(inv(format!(
+                "capture.pcap_max_mb = {}: give a bound of at least {min} MB per file, as \
+                 softswitch --pcap-max-mb",
+                c.max_mb()
+            )));
         }
         Ok(())
     }
@@ -1402,6 +1533,141 @@ mod tests {
         assert!(e.contains("flowz"), "{e}");
         let e = err(&WORKLOAD.replace("kind = \"workload\"", "kind = \"bulk\""));
         assert!(e.contains("bulk"), "{e}");
+    }
+
+    /// A scenario's times and sizes need their units, and so do the AQM
+    /// options it hands the switch: refused when the scenario is checked,
+    /// not by a switch halfway through the sweep.
+    #[test]
+    fn bare_times_and_sizes_are_refused_when_the_scenario_is_checked() {
+        for (from, to, want) in [
+            (
+                "threshold = \"200us\"",
+                "threshold = 200",
+                "switch.aqm_opts.tcn (or its --aqm-opt): tcn: threshold=200: a time needs a unit \
+                 — write 200us (or 200ns, 200ms)",
+            ),
+            (
+                "threshold = \"200us\"",
+                "threshold = \"200\"",
+                "tcn: threshold=200: a time needs a unit",
+            ),
+            (
+                "rto_min = \"5ms\"",
+                "rto_min = \"5\"",
+                "topology.rto_min `5`: a time needs a unit — write 5us",
+            ),
+            (
+                "delay = { h1 = \"20us\" }",
+                "delay = { h1 = \"20\" }",
+                "a time needs a unit — write 20us",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nbuffer = \"96000\"",
+                "switch.buffer `96000`: a size needs a unit — write 96000b",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nrtt = \"250\"",
+                "switch.rtt `250`: a time needs a unit",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nrate = \"1000\"",
+                "a rate needs a unit — write 1000mbit",
+            ),
+            (
+                "[switch.aqm_opts.tcn]",
+                "[switch.aqm_opts.dctcp]\nk = 30000\n[switch.aqm_opts.tcn]",
+                "dctcp: k=30000: a size needs a unit — write 30000b",
+            ),
+            (
+                "queues = 4",
+                "queues = 4\nvariant_args = { tcn = [\"--aqm-opt\", \"t_max=90\"] }",
+                "tcn: t_max=90: a time needs a unit",
+            ),
+            (
+                "aqm = [\"dctcp\", \"tcn\"]",
+                "aqm = [\"dctcp\", \"tcn\", \"r-aqm\"]\n\
+                 variant_args = { \"r-aqm\" = [\"--raqm-opt\", \"stale=50\"] }",
+                "r-aqm: --raqm-opt: r-aqm: stale=50: a time needs a unit — write 50us",
+            ),
+            (
+                "[switch.aqm_opts.tcn]",
+                "[switch.aqm_opts.dctcp]\nkk = \"30kb\"\n[switch.aqm_opts.tcn]",
+                "dctcp has no parameter \"kk\"",
+            ),
+        ] {
+            assert!(WORKLOAD.contains(from), "{from}");
+            let e = err(&WORKLOAD.replacen(from, to, 1));
+            assert!(e.contains(want), "{to}: {e}");
+        }
+        let e = err(r#"
+            [topology]
+            hosts = 3
+            [switch]
+            aqm = ["tcn"]
+            [traffic]
+            kind = "incast"
+            receiver = 3
+            servers = [1, 2]
+            fanin = [2]
+            size = "65536"
+        "#);
+        assert!(
+            e.contains("traffic.size `65536`: a size needs a unit — write 65536b"),
+            "{e}"
+        );
+        // Counts stay plain numbers: packets, with their unit said.
+        parse(&WORKLOAD.replacen(
+            "[switch.aqm_opts.tcn]",
+            "[switch.aqm_opts.dctcp]\nk = 65\nunit = \"packets\"\n[switch.aqm_opts.tcn]",
+            1,
+        ))
+        .unwrap();
+    }
+
+    #[test]
+    fn capture_is_off_by_default_and_its_bounds_are_the_switchs() {
+        let sc = parse(WORKLOAD).unwrap();
+        assert_eq!(sc.capture, CaptureSpec::default());
+        assert!(!sc.capture.pcap);
+        assert_eq!((sc.capture.snaplen(), sc.capture.max_mb()), (256, 100.0));
+        // Off, it is not written: a manifest without capture is unchanged.
+        assert!(serde_json::to_value(&sc).unwrap().get("capture").is_none());
+        let text =
+            format!("{WORKLOAD}\n[capture]\npcap = true\npcap_max_mb = 5\npcap_snaplen = 128\n");
+        let sc = parse(&text).unwrap();
+        assert!(sc.capture.pcap);
+        assert_eq!((sc.capture.snaplen(), sc.capture.max_mb()), (128, 5.0));
+        assert_eq!(
+            sc.capture
+                .switch_args(Path::new("/r/dctcp-r0/pcap"))
+                .join(" "),
+            "--pcap /r/dctcp-r0/pcap --pcap-snaplen 128 --pcap-max-mb 5"
+        );
+        let back: Scenario = serde_json::from_value(serde_json::to_value(&sc).unwrap()).unwrap();
+        assert_eq!(back, sc, "the manifest's scenario keeps it");
+        for (bad, want) in [
+            (
+                "pcap_max_mb = 0",
+                "capture.pcap_max_mb = 0: give a bound of at least 0.01 MB",
+            ),
+            ("pcap_max_mb = nan", "capture.pcap_max_mb = NaN"),
+            (
+                "pcap_snaplen = 0",
+                "capture.pcap_snaplen = 0: give 1 to 65535 bytes",
+            ),
+            ("pcap_snaplen = 70000", "capture.pcap_snaplen = 70000"),
+        ] {
+            let e = err(&format!("{WORKLOAD}\n[capture]\n{bad}\n"));
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        let e = err(&format!("{WORKLOAD}\n[capture]\npcap = \"yes\"\n"));
+        assert!(e.contains("pcap"), "{e}");
+        let e = err(&format!("{WORKLOAD}\n[capture]\nmax_mb = 3\n"));
+        assert!(e.contains("max_mb") && e.contains("pcap_max_mb"), "{e}");
     }
 
     #[test]

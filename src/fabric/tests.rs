@@ -284,6 +284,43 @@ fn bad_topologies_get_errors_that_name_the_line_and_what_to_do() {
     assert!(err("").contains("no switches"));
 }
 
+/// A topology file's times, sizes and rates need their units, as every
+/// other place that reads them (`crate::units`, "One rule").
+#[test]
+fn a_topology_refuses_bare_times_sizes_and_rates() {
+    let link = |kv: &str| {
+        err(&format!(
+            "[[switch]]\nname = \"a\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"b\"\n\
+             hosts = [\"h2\"]\n[[link]]\na = \"a\"\nb = \"b\"\n{kv}\n"
+        ))
+    };
+    let e = link("delay = \"100\"");
+    assert!(
+        e.starts_with("topology line 10: delay: a time needs a unit — write 100us"),
+        "{e}"
+    );
+    let e = link("buffer = \"96000\"");
+    assert!(
+        e.starts_with("topology line 10: buffer: a size needs a unit — write 96000b"),
+        "{e}"
+    );
+    let e = link("rate = \"1000\"");
+    assert!(
+        e.starts_with("topology line 10: rate: a rate needs a unit — write 1000mbit"),
+        "{e}"
+    );
+    let e = err(
+        "[defaults]\ndelay = \"5\"\n[leaf_spine]\nleaves = 1\nspines = 1\nhosts_per_leaf = 2\n",
+    );
+    assert!(e.contains("delay: a time needs a unit — write 5us"), "{e}");
+    // 0 is 0 in every unit; an unshaped link is still `rate = "0"`.
+    let d = desc(
+        "[[switch]]\nname = \"a\"\nhosts = [\"h1\"]\n[[switch]]\nname = \"b\"\n\
+         hosts = [\"h2\"]\n[[link]]\na = \"a\"\nb = \"b\"\ndelay = \"0\"\nrate = \"0\"\n",
+    );
+    assert_eq!((d.links[0].ab.delay_ns, d.links[0].ab.rate.bps()), (0, 0));
+}
+
 // ---- routes ----
 
 fn group_names(f: &Fabric<DropTail>, at: &str, to: &str) -> Vec<String> {

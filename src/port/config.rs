@@ -205,7 +205,7 @@ impl Default for PortConfig {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PortConfigError {
     /// Shared buffer below one frame.
-    #[error("buffer {buffer} B is smaller than one {frame}-byte frame; use --buffer ≥ {frame} (e.g. 96kb)")]
+    #[error("buffer {buffer} B is smaller than one {frame}-byte frame; use --buffer ≥ {frame}b (e.g. 96kb)")]
     BufferTooSmall {
         /// Configured buffer.
         buffer: u64,
@@ -213,7 +213,7 @@ pub enum PortConfigError {
         frame: u32,
     },
     /// Bucket cannot hold one frame.
-    #[error("shaper bucket {bucket} B cannot hold one {frame}-byte frame plus {overhead} B wire overhead, so nothing could ever be sent; use --bucket ≥ {need} (default {DEFAULT_BUCKET_BYTES})")]
+    #[error("shaper bucket {bucket} B cannot hold one {frame}-byte frame plus {overhead} B wire overhead, so nothing could ever be sent; use --bucket ≥ {need}b (default {DEFAULT_BUCKET_BYTES}b)")]
     BucketTooSmall {
         /// Configured bucket.
         bucket: u64,
@@ -240,7 +240,7 @@ pub enum PortConfigError {
     #[error("--queues {0} is out of range; a port has 1..={MAX_QUEUES} queues")]
     Queues(usize),
     /// Per-queue limit below one frame.
-    #[error("queue limit {limit} B is smaller than one {frame}-byte frame; use a limit ≥ {frame} or none")]
+    #[error("queue limit {limit} B is smaller than one {frame}-byte frame; use a limit ≥ {frame}b or none")]
     QueueLimitTooSmall {
         /// Configured limit.
         limit: u64,
@@ -393,14 +393,14 @@ mod tests {
         };
         assert_eq!(
             c.validate().unwrap_err().to_string(),
-            "buffer 1000 B is smaller than one 1514-byte frame; use --buffer ≥ 1514 (e.g. 96kb)"
+            "buffer 1000 B is smaller than one 1514-byte frame; use --buffer ≥ 1514b (e.g. 96kb)"
         );
         let c = PortConfig {
             bucket_bytes: 1000,
             ..Default::default()
         };
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("--bucket ≥ 1538"), "{e}");
+        assert!(e.contains("--bucket ≥ 1538b"), "{e}");
         // Unshaped: any bucket will do.
         let c = PortConfig {
             bucket_bytes: 0,

@@ -305,6 +305,84 @@ pub fn parse_aqm_name(name: &str) -> Option<Option<&str>> {
 }
 
 impl Config {
+    /// Every `--raqm-opt` key with what it is and its unit, in the order
+    /// `--raqm-opt help=1` lists them (a test holds them to the fields).
+    pub const KEYS: &'static [(&'static str, &'static str)] = &[
+        (
+            "k_min_pkts",
+            "K_min: below it the port is draining (DS), packets (§IV-F: 0.5–1·BDP)",
+        ),
+        (
+            "k_max_pkts",
+            "K_max: above it the port is congested (CS), packets (§IV-F: 2·BDP)",
+        ),
+        (
+            "interval",
+            "T, the queue-trend interval, time (§IV-F: 0.2–0.6·RTT)",
+        ),
+        (
+            "trend_min_pkts",
+            "change of the queue over T that counts as growing / shrinking, packets",
+        ),
+        (
+            "alpha_normal",
+            "α_1: tokens one release costs in NS, bytes of departed frames",
+        ),
+        ("n_normal", "n_1: ACKs one release lets go in NS"),
+        (
+            "alpha_draining",
+            "α_2: tokens one release costs in DS, bytes",
+        ),
+        ("n_draining", "n_2: ACKs one release lets go in DS"),
+        (
+            "alpha_congested",
+            "α_3: tokens one release costs in CS, bytes",
+        ),
+        ("n_congested", "n_3: ACKs one release lets go in CS"),
+        ("bucket_bytes", "token bucket depth, bytes"),
+        ("viq_limit_pkts", "virtual input queue per port, ACKs"),
+        (
+            "stale",
+            "an ACK held longer than this is dropped, time (§IV-D: 5ms)",
+        ),
+        (
+            "idle_credit",
+            "true: tokens accrue at the link rate while the port's egress is empty",
+        ),
+        (
+            "ece_threshold_pkts",
+            "set ECE when queue + VIQ exceeds this, packets (0: never)",
+        ),
+        (
+            "rwnd_threshold_pkts",
+            "set rwnd = 1 MSS when queue + VIQ exceeds this, packets (0: never)",
+        ),
+        ("mss_bytes", "the MSS the rwnd rewrite announces, bytes"),
+        (
+            "ack_priority",
+            "true: ACKs leaving R-AQM go to their port's highest-priority queue (§IV-A)",
+        ),
+    ];
+
+    /// What `--raqm-opt help=1` prints: the effective line, then every key
+    /// with its value here, what it is and its unit — as `--aqm-opt help=1`
+    /// does for an AQM.
+    pub fn help(&self) -> String {
+        crate::aqm::config::keys_help(
+            &self.describe(),
+            "--raqm-opt",
+            "[raqm_opts]",
+            Self::KEYS,
+            &crate::aqm::config::to_table(self),
+            |_, v| match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+            "Times need a unit (3us, 5ms); every other value is a plain number in the unit its \
+             line names (packets, ACKs, bytes).",
+        )
+    }
+
     /// Applies `key=value` overrides (CLI strings) to these values, then
     /// validates; an unknown key or a bad value is an error naming it.
     pub fn with_cli_overrides(self, opts: &[(String, String)]) -> Result<Self, String> {
@@ -317,9 +395,15 @@ impl Config {
 
     /// Applies overrides given as TOML values, then validates.
     pub fn with_overrides(self, opts: &[(String, toml::Value)]) -> Result<Self, String> {
-        let out = crate::aqm::config::apply("r-aqm", &self, opts).map_err(|e| e.to_string())?;
+        let out = self.check_overrides(opts)?;
         out.validate()?;
         Ok(out)
+    }
+
+    /// Applies overrides given as TOML values (keys, values and units
+    /// checked), without validating the result as a whole.
+    pub fn check_overrides(self, opts: &[(String, toml::Value)]) -> Result<Self, String> {
+        crate::aqm::config::apply("r-aqm", &self, opts).map_err(|e| e.to_string())
     }
 }
 

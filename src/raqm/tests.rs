@@ -76,6 +76,56 @@ fn defaults_follow_section_iv_f() {
     assert!(bad.validate().unwrap_err().contains("bucket_bytes"));
 }
 
+/// `--raqm-opt help=1` lists every key of the parameters, none that is not
+/// one, each with its value (as typed back) and what it is.
+#[test]
+fn help_lists_every_key_with_its_value_and_meaning() {
+    let c = cfg();
+    let table = crate::aqm::config::to_table(&c);
+    let mut listed: Vec<&str> = Config::KEYS.iter().map(|k| k.0).collect();
+    listed.sort_unstable();
+    let mut fields: Vec<&str> = table.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(listed, fields, "Config::KEYS against the fields");
+    let h = c.help();
+    assert!(
+        h.starts_with("r-aqm (R-AQM paper §IV): K_min 21 / K_max 42 pkts"),
+        "{h}"
+    );
+    assert!(
+        h.contains("Keys (--raqm-opt KEY=VALUE, or KEY = VALUE under [raqm_opts]"),
+        "{h}"
+    );
+    for (key, what) in Config::KEYS {
+        let line = h
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("{key} missing:\n{h}"));
+        assert!(line.ends_with(what), "{line}");
+    }
+    assert!(
+        h.contains("  interval=62.5us  ") && h.contains("  stale=5ms  "),
+        "{h}"
+    );
+    assert!(h.contains("  k_min_pkts=21  "), "{h}");
+    // Every value listed reads back as the value it is.
+    let back: Vec<(String, toml::Value)> = h
+        .lines()
+        .filter_map(|l| {
+            l.trim_start()
+                .split_once("  ")
+                .map(|(kv, _)| kv.trim().to_string())
+        })
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .map(|(k, v)| (k, crate::aqm::config::cli_value(&v)))
+        .collect();
+    assert_eq!(back.len(), Config::KEYS.len());
+    assert_eq!(cfg().with_overrides(&back).unwrap(), c);
+}
+
 /// §IV-C / Fig. 5: trend first ("no matter how long the current queue is"),
 /// then thresholds.
 #[test]

@@ -342,13 +342,16 @@ pub fn parse_list<T>(
         .collect()
 }
 
-/// `--quantum 1514,3028` or `--quantum 1.5kb` (tc size units allowed).
+/// `--quantum 1514,3028` or `--quantum 1.5kb` (tc size units allowed). A
+/// quantum is bytes per round by definition (as tc's DRR `quantum`), so a
+/// bare number is a count of bytes here — the one size that takes one
+/// (`crate::units`, "One rule").
 pub fn parse_quanta(s: &str) -> Result<Vec<u64>, SchedConfigError> {
     parse_list(
         s,
         "quantum",
         "write bytes per queue separated by commas, e.g. 1514,3028 (units like 3kb allowed)",
-        |p| parse_size(p).ok(),
+        |p| p.parse::<u64>().ok().or_else(|| parse_size(p).ok()),
     )
 }
 

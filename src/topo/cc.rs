@@ -127,7 +127,7 @@ fn collect_libbpf_log(_level: PrintLevel, msg: String) {
 fn libbpf_failure(what: &str, e: libbpf_rs::Error) -> TopoError {
     let log = LIBBPF_LOG.lock().map(|l| l.clone()).unwrap_or_default();
     unavailable(format!(
-        "{what} failed: {e} (kernel without BPF struct_ops links (Linux >= 6.4), or the \
+        "{what} failed: {e} (kernel without BPF struct_ops links (softswitch needs Linux ≥ 6.4, README, Requirements), or the \
          verifier rejected the program){}",
         if log.trim().is_empty() {
             String::new()

@@ -213,8 +213,9 @@ pub fn register() -> Result<u32, TopoError> {
     )))?;
     let failed = |what: &str, e: libbpf_rs::Error| {
         unavailable(format!(
-            "{what} failed: {e} (needs BPF sock_ops with bpf_get_netns_cookie, Linux ≥ 5.15, \
-             and the kernel's config at /proc/config.gz or /boot for CONFIG_HZ)"
+            "{what} failed: {e} (needs BPF sock_ops with bpf_get_netns_cookie, since Linux \
+             5.15 — softswitch needs Linux ≥ 6.4, README, Requirements — and the kernel's \
+             config at /proc/config.gz or /boot for CONFIG_HZ)"
         ))
     };
     let mut obj = ObjectBuilder::default()

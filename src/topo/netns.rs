@@ -114,7 +114,7 @@ pub fn read_sysctl(ns: &str, key: &str) -> Result<String, TopoError> {
     })
 }
 
-/// `SO_NETNS_COOKIE` (Linux ≥ 5.14), which nix does not define; its own
+/// `SO_NETNS_COOKIE` (since Linux 5.14), which nix does not define; its own
 /// macro gives it nix's safe accessor.
 #[derive(Clone, Copy, Debug)]
 struct NetnsCookie;
@@ -147,7 +147,7 @@ pub fn cookie_of_current() -> Result<u64, TopoError> {
     .map_err(|e| io_err("cannot make a socket to read the namespace's cookie", e))?;
     getsockopt(&sock, NetnsCookie).map_err(|e| {
         io_err(
-            "cannot read SO_NETNS_COOKIE (the kernel needs Linux ≥ 5.14)",
+            "cannot read SO_NETNS_COOKIE (since Linux 5.14; softswitch needs Linux ≥ 6.4, README, Requirements)",
             e,
         )
     })

@@ -31,9 +31,31 @@
 //! skipped and an unknown key is an error naming the line. `fanout` lines
 //! belong to TrafficGenerator's `incast-client`; its `client` ignores them
 //! (every request one flow), and so does `softswitch-tg client`, saying so.
-//! The offered load (`-b`) and the number of requests (`-n`) are not config
-//! keys in TrafficGenerator but command-line options, which
-//! `softswitch-tg client` takes under the same letters.
+//!
+//! # The older format: `load` and `num_reqs`
+//!
+//! Today the offered load (`-b MBPS`) and the number of requests (`-n N`)
+//! are command-line options of TrafficGenerator, which `softswitch-tg
+//! client` takes under the same letters. Before TrafficGenerator commit
+//! d6a4928 ("Add some arguments", 2016-03-23) they were config keys — the
+//! format of its README and `conf/example_config_1g.txt` up to commit
+//! 7644604 (2016-03-22); commit 7ee04ce removed them from the sample files:
+//!
+//! ```text
+//! load 800Mbps      # "average RX throughput at the client in Mbps"
+//! num_reqs 5000     # "the total number of requests"
+//! ```
+//!
+//! Its `read_config` (`src/client/client.c` at 7644604) read `load` with
+//! `sscanf("%s %lfMbps")` into the same variable `-b` sets later and
+//! derived the arrival period from it with the same formula
+//! (`period_us = avg_CDF · 8 / load / TG_GOODPUT_RATIO`), and read
+//! `num_reqs` with `sscanf("%s %d")` into the request count `-n` sets. So
+//! they map exactly: `load 800Mbps` is `-b 800` and `num_reqs 5000` is
+//! `-n 5000`, and are read so here (the command line overrides them, as
+//! it does every line of the file). That version wanted exactly one line of
+//! each; a second one is refused here, and `load` must carry its `Mbps`
+//! (its `sscanf` would also have read `load 0.8Gbps` as 0.8 Mbit/s).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -54,6 +76,11 @@ pub struct TgClientFile {
     pub rates: Option<FlowRateMix>,
     /// The `fanout` lines: (fanout, weight); `client` does not use them.
     pub fanout: Vec<(u32, u64)>,
+    /// The older format's `load NMbps`: the expected average RX bandwidth in
+    /// Mbit/s, as `-b` gives it (see the module docs).
+    pub load_mbps: Option<f64>,
+    /// The older format's `num_reqs N`: the number of requests, as `-n`.
+    pub num_reqs: Option<u32>,
 }
 
 /// A line of the file that cannot be read; says which and why.
@@ -71,7 +98,7 @@ pub struct TgConfError {
 }
 
 /// The TrafficGenerator keys `softswitch-tg client` reads.
-const KEYS: &str = "server, req_size_dist, rate, dscp, fanout";
+const KEYS: &str = "server, req_size_dist, rate, dscp, fanout (and the older load, num_reqs)";
 
 /// Parses the text of a client config file; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<TgClientFile, TgConfError> {
@@ -101,6 +128,9 @@ struct Lines {
     dscp: Vec<(u8, u64)>,
     rates: Vec<(u64, u64)>,
     fanout: Vec<(u32, u64)>,
+    /// `load` and `num_reqs` lines with their line numbers (at most one each).
+    loads: Vec<(usize, f64)>,
+    num_reqs: Vec<(usize, u32)>,
 }
 
 impl Lines {
@@ -128,7 +158,8 @@ impl Lines {
                 }
                 self.fanout.push((v, w));
             }
-            key @ ("load" | "num_reqs") => return Err(command_line_only(key)),
+            "load" => self.loads.push((line, load_line(fields)?)),
+            "num_reqs" => self.num_reqs.push((line, num_reqs_line(fields)?)),
             other => {
                 return Err(format!(
                     "unknown key `{other}`; a TrafficGenerator client config has {KEYS}"
@@ -165,6 +196,23 @@ impl Lines {
         if self.servers.is_empty() {
             return Err(whole("no `server IP PORT` line (give at least one server)"));
         }
+        let at_most_one = |key: &str, lines: &[usize]| {
+            match lines {
+            [_, second, ..] => Err(TgConfError {
+                line: *second,
+                text: key.to_owned(),
+                ..whole(&format!(
+                    "a second `{key}` line: give one (TrafficGenerator's older format has exactly one)"
+                ))
+            }),
+            _ => Ok(()),
+        }
+        };
+        at_most_one("load", &self.loads.iter().map(|l| l.0).collect::<Vec<_>>())?;
+        at_most_one(
+            "num_reqs",
+            &self.num_reqs.iter().map(|l| l.0).collect::<Vec<_>>(),
+        )?;
         let mix_err = |what: &str, e: String| whole(&format!("the `{what}` lines: {e}"));
         Ok(TgClientFile {
             servers: self.servers,
@@ -178,25 +226,41 @@ impl Lines {
                 false => Some(FlowRateMix::weighted(self.rates).map_err(|e| mix_err("rate", e))?),
             },
             fanout: self.fanout,
+            load_mbps: self.loads.first().map(|l| l.1),
+            num_reqs: self.num_reqs.first().map(|l| l.1),
         })
     }
 }
 
-/// Why `load` or `num_reqs` is refused: TrafficGenerator takes them on the
-/// command line, and so does `softswitch-tg client`.
-fn command_line_only(key: &str) -> String {
-    let (theirs, ours) = if key == "load" {
-        (
-            "the load as `-b MBPS`",
-            "-b MBPS, or --load FRACTION --rate LINK",
-        )
-    } else {
-        ("the number of requests as `-n N`", "-n N, or --flows N")
+/// `load <N>Mbps` of the older format: N Mbit/s, above 0.
+fn load_line(fields: &[&str]) -> Result<f64, String> {
+    let hint = "write `load 800Mbps` (the average RX bandwidth in megabits per second, as \
+                TrafficGenerator's older format and today's -b give it)";
+    let [_, v] = fields else {
+        return Err(hint.into());
     };
-    format!(
-        "`{key}` is not a TrafficGenerator config key: TrafficGenerator takes {theirs} on the \
-         command line, and so does softswitch-tg client ({ours})"
-    )
+    let mbps: f64 = v
+        .strip_suffix("Mbps")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("`{v}` is not a bandwidth in Mbps; {hint}"))?;
+    if !(mbps > 0.0 && mbps.is_finite()) {
+        return Err(format!("load {v}: the bandwidth must be above 0; {hint}"));
+    }
+    Ok(mbps)
+}
+
+/// `num_reqs N` of the older format: N ≥ 1 requests.
+fn num_reqs_line(fields: &[&str]) -> Result<u32, String> {
+    let hint = "write `num_reqs 5000` (the number of requests, as today's -n gives it)";
+    let [_, v] = fields else {
+        return Err(hint.into());
+    };
+    match v.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{v}` is not a number of requests (1 or more); {hint}"
+        )),
+    }
 }
 
 /// Reads and parses `path`.
@@ -308,6 +372,44 @@ fanout 10 30
         assert_eq!(c.fanout, vec![(1, 10), (5, 60), (10, 30)]);
     }
 
+    /// TrafficGenerator's `conf/example_config_1g.txt` at commit 7644604
+    /// (2016-03-22), the older format with `load` and `num_reqs`.
+    const TG_OLDER: &str = "server 192.168.1.51 5001
+server 192.168.1.52 5001
+server 192.168.1.53 5001
+req_size_dist conf/DCTCP_CDF.txt
+load 800Mbps
+num_reqs 5000
+rate 0Mbps 10
+rate 500Mbps 30
+rate 800Mbps 60
+dscp 0 25
+dscp 1 25
+dscp 2 25
+dscp 3 25
+";
+
+    #[test]
+    fn reads_the_older_format_with_load_and_num_reqs() {
+        let old = parse(TG_OLDER, "c.txt").unwrap();
+        assert_eq!((old.load_mbps, old.num_reqs), (Some(800.0), Some(5000)));
+        // Everything else reads as in today's format, which has neither.
+        let new = parse(TG_SAMPLE, "c.txt").unwrap();
+        assert_eq!((new.load_mbps, new.num_reqs), (None, None));
+        assert_eq!(
+            (old.servers, old.req_size_dist),
+            (new.servers, new.req_size_dist)
+        );
+        assert_eq!(old.rates, new.rates);
+        assert_eq!(old.dscp, new.dscp);
+        let c = parse(
+            "server 10.0.0.1 5001\nreq_size_dist a\nload 9000.5Mbps\n",
+            "c",
+        )
+        .unwrap();
+        assert_eq!(c.load_mbps, Some(9000.5));
+    }
+
     #[test]
     fn optional_lines_default_and_extra_server_fields_are_ignored() {
         // As `conf/websearch_inter_rack_config.txt`: a rack number after the port.
@@ -356,14 +458,29 @@ fanout 10 30
                 "rate 500Mbps 30",
             ),
             (
-                "server 10.0.0.1 5001\nreq_size_dist a\nload 800Mbps\n",
+                "server 10.0.0.1 5001\nreq_size_dist a\nload 800\n",
                 3,
-                "-b MBPS",
+                "`800` is not a bandwidth in Mbps; write `load 800Mbps`",
             ),
             (
-                "server 10.0.0.1 5001\nreq_size_dist a\nnum_reqs 10\n",
+                "server 10.0.0.1 5001\nreq_size_dist a\nload 0Mbps\n",
                 3,
-                "-n N",
+                "above 0",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nnum_reqs 0\n",
+                3,
+                "write `num_reqs 5000`",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nload 800Mbps\nload 900Mbps\n",
+                4,
+                "a second `load` line",
+            ),
+            (
+                "server 10.0.0.1 5001\nreq_size_dist a\nnum_reqs 5\nnum_reqs 6\n",
+                4,
+                "a second `num_reqs` line",
             ),
             (
                 "server 10.0.0.1 5001\nreq_size_dist a b\n",

@@ -5,7 +5,8 @@
 //! Design:
 //! * **One UMEM for all ports.** Every port's socket is bound to the same
 //!   frame memory (`XDP_SHARED_UMEM` across interfaces, each socket with its
-//!   own fill and completion rings; Linux ≥ 5.10), so a frame received on
+//!   own fill and completion rings, since Linux 5.10; softswitch as a whole
+//!   needs 6.4, README "Requirements"), so a frame received on
 //!   port A is transmitted on port B by passing its address: no copy in user
 //!   space.
 //! * **Every frame in exactly one place**, checked at each move (see

@@ -5,7 +5,8 @@
 //! XDP_MMAP_OFFSETS → mmap all four rings (only allowed before bind) → bind.
 //! The first socket bound to a UMEM is its owner socket; every later one binds
 //! with `XDP_SHARED_UMEM` naming the owner, and because it is on another
-//! interface or queue it brings its own fill and completion rings (Linux ≥ 5.10).
+//! interface or queue it brings its own fill and completion rings (since Linux
+//! 5.10; softswitch as a whole needs 6.4, README "Requirements").
 //! A frame received on one port can thus be transmitted on another without a copy.
 
 use std::{
@@ -254,11 +255,11 @@ impl Rings {
             .map_err(|source| XskError::Syscall {
                 op: "getsockopt(XDP_MMAP_OFFSETS)",
                 source,
-                hint: "softswitch needs Linux ≥ 5.10",
+                hint: "softswitch needs Linux ≥ 6.4 (README, Requirements)",
             })?;
         if off_len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
             return Err(XskError::Config(
-                "the kernel's AF_XDP ring layout predates ring flags (Linux < 5.4); softswitch needs Linux ≥ 5.10".into(),
+                "the kernel's AF_XDP ring layout predates ring flags (Linux < 5.4); softswitch needs Linux ≥ 6.4 (README, Requirements)".into(),
             ));
         }
         let map_err = |op| {
@@ -331,7 +332,7 @@ fn bound_mode(fd: RawFd) -> Result<BindMode, XskError> {
         XskError::Syscall {
             op: "getsockopt(XDP_OPTIONS)",
             source,
-            hint: "softswitch needs Linux ≥ 5.10",
+            hint: "softswitch needs Linux ≥ 6.4 (README, Requirements)",
         }
     })?;
     Ok(if xo.flags & libc::XDP_OPTIONS_ZEROCOPY != 0 {
@@ -725,7 +726,7 @@ impl XskSocket {
             |source| XskError::Syscall {
                 op: "getsockopt(XDP_STATISTICS)",
                 source,
-                hint: "softswitch needs Linux ≥ 5.10",
+                hint: "softswitch needs Linux ≥ 6.4 (README, Requirements)",
             },
         )?;
         Ok(XskStatistics {

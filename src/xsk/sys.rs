@@ -22,7 +22,7 @@ pub(super) fn new_xdp_socket() -> Result<OwnedFd, XskError> {
             Some(libc::EAFNOSUPPORT) => XskError::Syscall {
                 op: "socket(AF_XDP)",
                 source,
-                hint: "this kernel has no AF_XDP (CONFIG_XDP_SOCKETS); softswitch needs Linux ≥ 5.10 with it",
+                hint: "this kernel has no AF_XDP (CONFIG_XDP_SOCKETS); softswitch needs Linux ≥ 6.4 with it (README, Requirements)",
             },
             _ => XskError::Syscall {
                 op: "socket(AF_XDP)",

@@ -114,14 +114,36 @@ fn start_switch(
     socket: &Path,
 ) -> Result<Proc> {
     let mut c = Command::new(&opts.switch_bin);
-    c.args(switch_args(sc, topo, &combo.aqm, socket, &opts.out));
-    // The switch's own fine-grained queue time series (every queue,
-    // 1 ms): what the queue figures plot.
-    c.arg("--timeseries").arg(dir.join("switch_timeseries.csv"));
-    c.args(["--ts-interval", "1ms"]);
+    c.args(combo_switch_args(sc, opts, topo, combo, dir, socket));
     let out = File::create(dir.join("switch.json"))?;
     let log = File::create(dir.join("switch.log"))?;
     Proc::spawn("softswitch", c, Stdio::from(out), Stdio::from(log))
+}
+
+/// The switch's whole command line for one combination, whose directory is
+/// `dir`: [`switch_args`], its own 1 ms queue time series (every queue: what
+/// the queue figures plot), and with capture its pcapng files in the
+/// combination's own `pcap/` (switches of different combinations never
+/// share a capture directory).
+pub(super) fn combo_switch_args(
+    sc: &Scenario,
+    opts: &RunOptions,
+    topo: &Topology,
+    combo: &Combo,
+    dir: &Path,
+    socket: &Path,
+) -> Vec<String> {
+    let mut a = switch_args(sc, topo, &combo.aqm, socket, &opts.out);
+    a.extend([
+        "--timeseries".into(),
+        dir.join("switch_timeseries.csv").display().to_string(),
+        "--ts-interval".into(),
+        "1ms".into(),
+    ]);
+    if opts.captures(sc) {
+        a.extend(sc.capture.switch_args(&super::capture_dir(dir)));
+    }
+    a
 }
 
 /// Waits until the stats socket answers.
@@ -333,4 +355,79 @@ fn queue_stats(series: &[QueueSample]) -> (f64, f64) {
         .copied()
         .unwrap_or(0.0);
     (mean, p99)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{opts, topo};
+    use super::*;
+
+    const INCAST: &str = r#"
+        [topology]
+        hosts = 3
+        [switch]
+        aqm = ["dctcp", "tcn"]
+        [traffic]
+        kind = "incast"
+        receiver = 3
+        servers = [1, 2]
+        fanin = [2]
+        size = "64kb"
+    "#;
+
+    /// The command line of each combination's switch: capture only when
+    /// asked (by the scenario or `run --pcap`), into that combination's own
+    /// directory, bounded as the scenario says.
+    #[test]
+    fn each_combinations_switch_captures_into_its_own_directory() {
+        let t = topo(3);
+        let sock = Path::new("/tmp/s.sock");
+        let line = |sc: &Scenario, o: &RunOptions, c: &Combo| {
+            let dir = o.out.join(&c.dir);
+            combo_switch_args(sc, o, &t, c, &dir, sock).join(" ")
+        };
+        let sc = Scenario::from_toml(INCAST, Path::new("t.toml")).unwrap();
+        sc.validate().unwrap();
+        let combos = sc.combos();
+        let mut o = opts();
+        o.out = PathBuf::from("/r");
+        let a = line(&sc, &o, &combos[0]);
+        assert!(
+            a.contains("--timeseries /r/dctcp-fanin2-r0/switch_timeseries.csv --ts-interval 1ms"),
+            "{a}"
+        );
+        assert!(!a.contains("--pcap"), "no capture unless asked: {a}");
+        // `run --pcap`: every combination into its own directory, the
+        // switch's default bounds.
+        o.pcap = true;
+        let (a, b) = (line(&sc, &o, &combos[0]), line(&sc, &o, &combos[1]));
+        assert!(
+            a.ends_with("--pcap /r/dctcp-fanin2-r0/pcap --pcap-snaplen 256 --pcap-max-mb 100"),
+            "{a}"
+        );
+        assert!(b.contains("--pcap /r/tcn-fanin2-r0/pcap "), "{b}");
+        // The scenario's [capture]: on without --pcap, with its bounds.
+        let sc = Scenario::from_toml(
+            &format!("{INCAST}\n[capture]\npcap = true\npcap_max_mb = 2.5\n"),
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        o.pcap = false;
+        let a = line(&sc, &o, &combos[0]);
+        assert!(a.ends_with("--pcap-snaplen 256 --pcap-max-mb 2.5"), "{a}");
+        // The switch itself reads that command line.
+        use clap::Parser;
+        let mut argv = vec!["softswitch".to_string()];
+        argv.extend(combo_switch_args(
+            &sc,
+            &o,
+            &t,
+            &combos[0],
+            Path::new("/r/x"),
+            sock,
+        ));
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        assert_eq!(cli.run.pcap.as_deref(), Some(Path::new("/r/x/pcap")));
+        assert_eq!(cli.run.pcap_max_mb, Some(2.5));
+    }
 }

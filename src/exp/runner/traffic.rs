@@ -146,7 +146,7 @@ fn start_workload(sp: &mut Spawner, sc: &Scenario, w: &WorkloadSpec, combo: &Com
             (seed + k as u64).to_string(),
             "--out".into(),
             format!("{stem}.txt"),
-            "--json".into(),
+            "--json-out".into(),
             format!("{stem}.json"),
         ]);
         sp.spawn(c, args, &stem, format!("h{c}"), 0)?;
@@ -177,7 +177,7 @@ fn start_incast(sp: &mut Spawner, i: &IncastSpec, combo: &Combo) -> Result<()> {
         "incast_flows.txt",
         "--qct-out",
         "incast_queries.txt",
-        "--json",
+        "--json-out",
         "incast.json",
     ]));
     if i.fresh {
@@ -246,7 +246,7 @@ fn start_static_flow(
         s.sample.clone(),
         "--csv".into(),
         format!("{stem}.csv"),
-        "--json".into(),
+        "--json-out".into(),
         format!("{stem}.json"),
     ]);
     if let Some(r) = &f.rate {
