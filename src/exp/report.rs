@@ -141,6 +141,8 @@ fn mergeable(sc: &Scenario) -> Scenario {
     s.repeat = 1;
     s.name = None;
     s.description = None;
+    // Capturing packets does not change what is measured.
+    s.capture = Default::default();
     s
 }
 
