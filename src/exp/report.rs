@@ -373,6 +373,7 @@ pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Repo
         figures::write_all(out, &fig_input).map_err(|e| anyhow!("plotting: {e}"))?;
     files.extend(plots);
     notes.splice(0..0, loaded.notes.iter().cloned());
+    notes.extend(lossless_retrans_notes(&loaded.results));
     let console = summary::console_lines(&loaded.sc, &summary);
     Ok(Report {
         summary,
@@ -380,6 +381,20 @@ pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Repo
         notes,
         console,
     })
+}
+
+/// A note per combination whose switch dropped nothing while its hosts
+/// retransmitted (their timers resent data: TLP, spurious RTO, …), from
+/// what it stored — also for results written before the flag existed.
+fn lossless_retrans_notes(results: &[StoredResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter_map(|s| {
+            let r = &s.result;
+            r.hosts
+                .retrans_note(&s.dir.display().to_string(), r.switch.dropped_pkts)
+        })
+        .collect()
 }
 
 /// One row of `stats.csv`: one number of one point, with its comparison.
@@ -503,6 +518,30 @@ mod tests {
         });
         fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
         dir
+    }
+
+    #[test]
+    fn lossless_retransmissions_are_noted_from_the_stored_counters() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = results_dir(root.path(), "r", 1.0, |r| 100 + r as u64);
+        // One repeat's hosts retransmitted with no drop at the switch.
+        let rpath = dir.join("tcn-load0.50-r2").join("result.json");
+        let mut v: Value = serde_json::from_str(&fs::read_to_string(&rpath).unwrap()).unwrap();
+        v["hosts"]["retrans_segs"] = 3.into();
+        v["hosts"]["loss_probes"] = 2.into();
+        fs::write(&rpath, v.to_string()).unwrap();
+        let loaded = load(std::slice::from_ref(&dir)).unwrap();
+        let notes = lossless_retrans_notes(&loaded.results);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("tcn-load0.50-r2"), "{}", notes[0]);
+        assert!(notes[0].contains("TLP 2"), "{}", notes[0]);
+        let out = root.path().join("out");
+        let rep = write(&out, &loaded, None).unwrap();
+        assert!(
+            rep.notes.iter().any(|n| n.contains("lossless run")),
+            "{:?}",
+            rep.notes
+        );
     }
 
     /// Every point's AQM, what it was compared with and the verdict on its

@@ -70,6 +70,9 @@ pub(super) fn run_combo(
     let (queue_samples, series) = figure_series(&dir, &names, offset, polled, combo);
     let (queue_mean_kb, queue_p99_kb) = queue_stats(&series);
     let port = busiest_port(&series).or_else(|| SojournResult::busiest_by_bytes(&switch_v));
+    let switch_totals = SwitchTotals::from_snapshot(&switch_v);
+    let mut hosts = hosts;
+    hosts.lossless_retrans = hosts.retransmitted_without_loss(switch_totals.dropped_pkts);
     let mut r = ComboResult {
         aqm: combo.aqm.clone(),
         sweep: combo.sweep,
@@ -81,7 +84,7 @@ pub(super) fn run_combo(
         queries: vec![],
         statics: vec![],
         wall_us,
-        switch: SwitchTotals::from_snapshot(&switch_v),
+        switch: switch_totals,
         hosts,
         queue_samples,
         switch_ports: names,
@@ -239,23 +242,29 @@ pub(super) fn nstat_all(topo: &Topology) -> Vec<BTreeMap<String, u64>> {
         .collect()
 }
 
-/// The hosts' TCP counters since `before`, summed; per host in `hosts.json`.
+/// The hosts' TCP counters since `before`: summed, each host's in
+/// [`HostTotals::per_host`] (and, as before, in `hosts.json`).
 fn host_totals(
     topo: &Topology,
     before: &[BTreeMap<String, u64>],
     dir: &Path,
 ) -> Result<HostTotals> {
     let after = nstat_all(topo);
+    let hosts = HostTotals::of_hosts(
+        topo.hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.name.clone(), host_delta(&before[i], &after[i]))),
+    );
     let mut hosts_json = serde_json::Map::new();
-    let mut hosts = HostTotals::default();
-    for (i, h) in topo.hosts.iter().enumerate() {
-        let d = host_delta(&before[i], &after[i]);
-        hosts.retrans_segs += d.retrans_segs;
-        hosts.timeouts += d.timeouts;
-        hosts.delivered_ce += d.delivered_ce;
-        hosts_json.insert(h.name.clone(), serde_json::to_value(&d)?);
+    for (name, d) in &hosts.per_host {
+        hosts_json.insert(name.clone(), serde_json::to_value(d)?);
     }
-    hosts_json.insert("total".into(), serde_json::to_value(&hosts)?);
+    let total = HostTotals {
+        per_host: BTreeMap::new(),
+        ..hosts.clone()
+    };
+    hosts_json.insert("total".into(), serde_json::to_value(&total)?);
     write_json(&dir.join("hosts.json"), &hosts_json)?;
     Ok(hosts)
 }
