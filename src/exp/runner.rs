@@ -18,7 +18,9 @@
 //! stretched by D, and what it measures itself is brought back to emulated
 //! time (the traffic's wall time, the polling timestamps, ping's RTTs). The
 //! switch's JSON and time series and the generators' reports are already
-//! emulated and are stored as they come.
+//! emulated and are stored as they come. A negative control
+//! (`host_dilation`, `run --host-dilation D_H`) builds the hosts at D_H
+//! instead, everything else at D.
 
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
@@ -376,7 +378,8 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
             .as_deref()
             .map(|c| c.parse::<CongestionControl>().unwrap_or_default())
             .unwrap_or_default(),
-        dilation: sc.dilation(),
+        // The run's D, unless a negative control asks for other hosts.
+        dilation: sc.host_dilation(),
         ..defaults
     })
 }
@@ -412,6 +415,7 @@ fn manifest(
         "completed": 0,
         "scaling": opts.scaling,
         "dilation": sc.dilation(),
+        "host_dilation": sc.host_dilation(),
         "rps": sc.rps().to_string(),
     })
 }
@@ -928,6 +932,43 @@ pub(super) mod tests {
         let m4 = manifest(&sc4, "t", &opts(), "xt", &t, &sc4.combos(), "now");
         assert_eq!(m4["dilation"], 4.0);
         assert_eq!(m4["scenario"]["dilation"], 4.0);
+    }
+
+    #[test]
+    fn a_negative_control_dilates_the_hosts_apart_from_the_switch() {
+        let t = topo(3);
+        let text = format!("dilation = 40\nhost_dilation = 1\n{STATIC}");
+        let sc = Scenario::from_toml(&text, Path::new("t.toml")).unwrap();
+        sc.validate().unwrap();
+        assert!(sc.hosts_apart());
+        // The hosts at D_H = 1, the switch and the generators at D = 40.
+        assert!(topo_config(&sc, "xt").unwrap().dilation.is_none());
+        let a = args(&sc, &t, "dctcp").join(" ");
+        assert!(a.contains("--dilation 40"), "{a}");
+        let m = manifest(&sc, "t", &opts(), "xt", &t, &sc.combos(), "now");
+        assert_eq!(
+            (m["dilation"].as_f64(), m["host_dilation"].as_f64()),
+            (Some(40.0), Some(1.0))
+        );
+        assert_eq!(m["scenario"]["host_dilation"], 1.0);
+        // Absent: the hosts follow D, and the manifest says so.
+        let sc40 =
+            Scenario::from_toml(&format!("dilation = 40\n{STATIC}"), Path::new("t.toml")).unwrap();
+        assert!(!sc40.hosts_apart());
+        assert_eq!(topo_config(&sc40, "xt").unwrap().dilation.factor(), 40.0);
+        let m = manifest(&sc40, "t", &opts(), "xt", &t, &sc40.combos(), "now");
+        assert_eq!(m["host_dilation"], 40.0);
+        assert!(m["scenario"].get("host_dilation").is_none());
+        let bad = Scenario::from_toml(
+            &format!("host_dilation = 0.5\n{STATIC}"),
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("host_dilation = 0.5"));
     }
 
     #[test]

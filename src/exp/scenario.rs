@@ -70,6 +70,13 @@ pub struct Scenario {
     /// rate / D (`softswitch-exp run --dilation` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dilation: Option<f64>,
+    /// A negative control only: the hosts' timers at this D_H while the
+    /// switch and the generators run at `dilation` (`softswitch-exp run
+    /// --host-dilation D_H`). Absent: the run's D, which is the emulated
+    /// experiment; any other value is not, and such runs neither merge
+    /// with normal ones nor share their label in `report --compare`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_dilation: Option<f64>,
     /// Host namespaces.
     pub topology: TopologySpec,
     /// Switch settings; `aqm` is a sweep list.
@@ -634,6 +641,20 @@ impl Scenario {
             .unwrap_or_default()
     }
 
+    /// The D of the hosts' timers: `host_dilation` (a negative control),
+    /// else the run's D.
+    pub fn host_dilation(&self) -> Dilation {
+        self.host_dilation
+            .and_then(|d| Dilation::new(d).ok())
+            .unwrap_or_else(|| self.dilation())
+    }
+
+    /// Whether the hosts run at another D than the switch and the
+    /// generators (a negative control, not the emulated experiment).
+    pub fn hosts_apart(&self) -> bool {
+        self.host_dilation() != self.dilation()
+    }
+
     /// The name for results: `name`, else the file stem.
     pub fn name_or(&self, path: &Path) -> String {
         self.name.clone().unwrap_or_else(|| {
@@ -653,6 +674,9 @@ impl Scenario {
         }
         if let Some(d) = self.dilation {
             Dilation::new(d).map_err(|e| inv(format!("dilation = {d}: {e}")))?;
+        }
+        if let Some(d) = self.host_dilation {
+            Dilation::new(d).map_err(|e| inv(format!("host_dilation = {d}: {e}")))?;
         }
         self.validate_topology()?;
         self.validate_fabric()?;
