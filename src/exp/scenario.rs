@@ -250,6 +250,16 @@ pub struct TopologySpec {
     /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
     #[serde(default)]
     pub delay: BTreeMap<String, String>,
+    /// The emulated base RTT between the hosts that exchange traffic, e.g.
+    /// `"250us"`, held at every D: before the traffic the runner measures
+    /// the hosts' own round trip h through the switch (ping, no delay
+    /// added, at the run's D), and every port gets the one-way delay
+    /// (base_rtt − h / D) / 2 (recorded in manifest.json's `base_rtt`). A
+    /// fixed `delay` compensates the hosts' latency only at D = 1, since
+    /// their real µs shrink by D in emulated time. Not with `delay`, a
+    /// fabric, or `--delay` in `switch.extra_args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_rtt: Option<String>,
 }
 
 /// `[switch]`.
@@ -655,6 +665,12 @@ impl Scenario {
         self.host_dilation() != self.dilation()
     }
 
+    /// `topology.base_rtt`, parsed (validated before a run).
+    pub fn base_rtt(&self) -> Option<Duration> {
+        let b = self.topology.base_rtt.as_deref()?;
+        parse_duration(b).ok().map(Duration::from_nanos)
+    }
+
     /// The name for results: `name`, else the file stem.
     pub fn name_or(&self, path: &Path) -> String {
         self.name.clone().unwrap_or_else(|| {
@@ -714,6 +730,36 @@ impl Scenario {
         for (host, d) in &t.delay {
             self.host_key(host)?;
             check_duration(&format!("topology.delay.{host}"), d)?;
+        }
+        if let Some(b) = &t.base_rtt {
+            self.validate_base_rtt(b)?;
+        }
+        Ok(())
+    }
+
+    /// `topology.base_rtt`: a time, and nothing else setting the ports' delay.
+    fn validate_base_rtt(&self, b: &str) -> Result<(), ScenarioError> {
+        check_duration("topology.base_rtt", b)?;
+        if !self.topology.delay.is_empty() {
+            return Err(inv(format!(
+                "topology.base_rtt = \"{b}\" sets every port's delay itself (what the hosts' \
+                 measured round trip leaves of {b}); remove topology.delay, or base_rtt"
+            )));
+        }
+        if self.fabric.is_some() {
+            return Err(inv(
+                "topology.base_rtt with [fabric]: a fabric sets its links' delays; use one \
+                 switch, or set the fabric's delays"
+                    .into(),
+            ));
+        }
+        if let Some(f) = self.switch.extra_args.iter().find(|a| {
+            a.as_str() == "--delay" || a.starts_with("--delay=") || a.starts_with("--port-delay")
+        }) {
+            return Err(inv(format!(
+                "topology.base_rtt with `{f}` in switch.extra_args: base_rtt sets the ports' \
+                 delay; remove one of them"
+            )));
         }
         Ok(())
     }

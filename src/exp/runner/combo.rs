@@ -34,6 +34,7 @@ pub(super) fn run_combo(
     opts: &RunOptions,
     topo: &Topology,
     combo: &Combo,
+    delay: Option<Duration>,
 ) -> Result<ComboResult> {
     let dir = opts.out.join(&combo.dir);
     fs::create_dir_all(&dir)?;
@@ -44,7 +45,7 @@ pub(super) fn run_combo(
     let _ = fs::remove_file(&socket);
     // A killed switch leaves its socket file; remove it whatever happens.
     let _socket_guard = RemoveOnDrop(socket.clone());
-    let mut switch = start_switch(sc, opts, topo, combo, &dir, &socket)?;
+    let mut switch = start_switch(sc, opts, topo, combo, &dir, &socket, delay)?;
     wait_ready(&mut switch, &socket, &dir, opts)?;
     check_paths(sc, topo)?;
     let before = nstat_all(topo);
@@ -114,9 +115,10 @@ fn start_switch(
     combo: &Combo,
     dir: &Path,
     socket: &Path,
+    delay: Option<Duration>,
 ) -> Result<Proc> {
     let mut c = Command::new(&opts.switch_bin);
-    c.args(switch_args(sc, topo, &combo.aqm, socket, &opts.out));
+    c.args(switch_args(sc, topo, &combo.aqm, socket, &opts.out, delay));
     // The switch's own fine-grained queue time series (every queue,
     // 1 ms): what the queue figures plot.
     c.arg("--timeseries").arg(dir.join("switch_timeseries.csv"));
@@ -127,7 +129,12 @@ fn start_switch(
 }
 
 /// Waits until the stats socket answers.
-fn wait_ready(switch: &mut Proc, socket: &Path, dir: &Path, opts: &RunOptions) -> Result<()> {
+pub(super) fn wait_ready(
+    switch: &mut Proc,
+    socket: &Path,
+    dir: &Path,
+    opts: &RunOptions,
+) -> Result<()> {
     let ready = Instant::now();
     loop {
         if crate::stats::fetch(socket).is_ok() {
