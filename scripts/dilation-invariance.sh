@@ -18,7 +18,9 @@
 # commands work, not a measurement.
 #
 # Usage: sudo scripts/dilation-invariance.sh [--quick] [--out DIR]
-#            [--only websearch|incast]
+#            [--only websearch|incast] [--dry-run] [--steps N]
+#   --dry-run: print the commands without running them; --steps N: run
+#   only the first N commands (a check on a busy machine).
 # Environment: PROFILE (release; the cargo profile to build and run with),
 #              DS ("1 4 16 32 40 64"), CONTROL_D (40), REPEAT (5),
 #              RETRY (1), SCENARIOS ("websearch incast").
@@ -33,6 +35,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 QUICK=0
+DRY=0
+STEPS=0
 OUT=
 SCENARIOS=${SCENARIOS:-websearch incast}
 while [ $# -gt 0 ]; do
@@ -40,7 +44,9 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1 ;;
     --out) OUT=$2; shift ;;
     --only) SCENARIOS=$2; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --dry-run) DRY=1 ;;
+    --steps) STEPS=$2; shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -68,10 +74,17 @@ mkdir -p "$OUT"
 LOG=$OUT/commands.txt
 : >"$LOG"
 
-# Runs "$@", printing it first (and logging it).
+# Runs "$@", printing it first (and logging it); with --dry-run only
+# prints it, with --steps N stops after the N-th.
+step=0
 run() {
+  step=$((step + 1))
+  if [ "$STEPS" -gt 0 ] && [ "$step" -gt "$STEPS" ]; then
+    echo "(not run: --steps $STEPS) $*" | tee -a "$LOG"
+    return 0
+  fi
   echo "+ $*" | tee -a "$LOG"
-  "$@"
+  [ "$DRY" = 1 ] || "$@"
 }
 
 started=$(date +%s)
