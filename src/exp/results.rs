@@ -229,9 +229,11 @@ impl HostTotals {
         self.retransmitted_without_loss(switch_drops).then(|| {
             format!(
                 "{dir}: retransmissions in a lossless run: the switch dropped nothing but the \
-                 hosts retransmitted {} segments ({}) — a host timer, not the network, resent them",
+                 hosts retransmitted {} segment{} ({}) — a host timer, not the network, resent {}",
                 self.retrans_segs,
-                self.timer_counts()
+                if self.retrans_segs == 1 { "" } else { "s" },
+                self.timer_counts(),
+                if self.retrans_segs == 1 { "it" } else { "them" }
             )
         })
     }
@@ -719,8 +721,17 @@ mod tests {
         ] {
             assert!(note.contains(want), "want `{want}` in: {note}");
         }
-        // No retransmission, no note.
+        // No retransmission, no note; one, in the singular.
         assert_eq!(HostTotals::default().retrans_note("x", 0), None);
+        let one = HostTotals {
+            retrans_segs: 1,
+            ..Default::default()
+        };
+        let note = one.retrans_note("x", 0).unwrap();
+        assert!(
+            note.contains("1 segment (") && note.ends_with("resent it"),
+            "{note}"
+        );
     }
 
     #[test]
