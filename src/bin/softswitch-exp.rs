@@ -93,6 +93,14 @@ enum Cmd {
         /// softswitch --pcap-max-mb); recorded in manifest.json.
         #[arg(long)]
         pcap: bool,
+        /// A negative control for dilation invariance: build the hosts with
+        /// time dilation D_H (their RTO_min, SYN RTO, … stretched by D_H)
+        /// while the switch and the traffic generators run at the run's D
+        /// (default D_H = D, the emulated experiment). Recorded in
+        /// manifest.json; such a run does not merge with normal runs, and
+        /// `report --compare` labels it `D<D>-hosts<D_H>`.
+        #[arg(long, value_name = "D_H")]
+        host_dilation: Option<String>,
     },
     /// Rebuild summary.json, stats.csv and the figures of existing results
     /// from what each repeat stored, without running anything (no root);
@@ -281,6 +289,13 @@ fn run_and_report(
     if !d.is_none() {
         println!(
             "time dilation D = {d}: the scenario's rates and times are emulated; the wire runs at rate / {d} and every time lasts {d} times longer"
+        );
+    }
+    if sc.hosts_apart() {
+        println!(
+            "NEGATIVE CONTROL: the hosts' timers run at D = {} while the switch and the traffic generators run at D = {d}; these results are not the emulated experiment (report --compare labels them {})",
+            sc.host_dilation(),
+            exp::report::dilation_label(sc)
         );
     }
     match exp::run(sc, name, opts) {
@@ -489,6 +504,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             allow_unfaithful,
             shard,
             pcap,
+            host_dilation,
         } => {
             let mut sc = load(&scenario)?;
             if let Some(d) = dilation {
@@ -497,6 +513,13 @@ fn real_main() -> Result<ExitCode, ExitCode> {
                     ExitCode::from(2)
                 })?;
                 sc.dilation = Some(d.factor());
+            }
+            if let Some(d) = host_dilation {
+                let d: Dilation = d.parse().map_err(|e| {
+                    eprintln!("softswitch-exp: --host-dilation: {e}");
+                    ExitCode::from(2)
+                })?;
+                sc.host_dilation = Some(d.factor());
             }
             if let Some(n) = repeat {
                 if n == 0 {
@@ -831,6 +854,26 @@ mod tests {
         assert!(
             Cli::try_parse_from("softswitch-exp calibrate s.toml --by speed".split(' ')).is_err()
         );
+    }
+
+    #[test]
+    fn run_takes_a_host_dilation_for_a_negative_control() {
+        let Cmd::Run {
+            dilation,
+            host_dilation,
+            ..
+        } = parse("softswitch-exp run s.toml --dilation 40 --host-dilation 1")
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (dilation.as_deref(), host_dilation.as_deref()),
+            (Some("40"), Some("1"))
+        );
+        let Cmd::Run { host_dilation, .. } = parse("softswitch-exp run s.toml") else {
+            panic!()
+        };
+        assert_eq!(host_dilation, None);
     }
 
     #[test]

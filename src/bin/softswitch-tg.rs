@@ -363,7 +363,9 @@ fn run_server(a: ServerArgs, dil: Dilation) -> Result<Outcome, TgError> {
         Some(t) => Some(Instant::now() + dil.to_real(duration(&t)?)),
         None => None,
     };
-    let server = Server::bind(SocketAddr::new(a.bind, a.port))?.tcp_pacing(a.tcp_pacing);
+    let server = Server::bind(SocketAddr::new(a.bind, a.port))?
+        .tcp_pacing(a.tcp_pacing)
+        .dilation(dil);
     eprintln!(
         "softswitch-tg server: listening on {}{}{}",
         server.local_addr(),

@@ -136,6 +136,8 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
 }
 
 /// The scenario without what may differ between runs that can be merged.
+/// The hosts' D is kept when it is not the run's (a negative control,
+/// `run --host-dilation`), so such a run never merges with normal ones.
 fn mergeable(sc: &Scenario) -> Scenario {
     let mut s = sc.clone();
     s.repeat = 1;
@@ -143,6 +145,7 @@ fn mergeable(sc: &Scenario) -> Scenario {
     s.description = None;
     // Capturing packets does not change what is measured.
     s.capture = Default::default();
+    s.host_dilation = sc.hosts_apart().then(|| sc.host_dilation().factor());
     s
 }
 
@@ -308,7 +311,8 @@ pub fn load_with(dirs: &[PathBuf], merge: Merge) -> Result<Loaded> {
         }
         if mergeable(&m.sc) != mergeable(&first.sc) || m.scaling != first.scaling {
             bail!(
-                "{} ran another scenario (or another rate or time dilation) than {} — only repeats of one scenario merge",
+                "{} ran another scenario (or another rate, time dilation, or the hosts' time \
+                 dilation of a negative control) than {} — only repeats of one scenario merge",
                 dir.display(),
                 first_dir.display()
             );
@@ -376,12 +380,18 @@ fn dirty_mark(d: Option<bool>) -> &'static str {
 fn comparable(sc: &Scenario) -> Scenario {
     let mut s = mergeable(sc);
     s.dilation = None;
+    s.host_dilation = None;
     s
 }
 
-/// D as a label: `D4`, `D2.5`.
-fn dilation_label(sc: &Scenario) -> String {
-    format!("D{}", sc.dilation())
+/// D as a label: `D4`, `D2.5`; a negative control whose hosts ran at
+/// another D says so: `D40-hosts1`.
+pub fn dilation_label(sc: &Scenario) -> String {
+    if sc.hosts_apart() {
+        format!("D{}-hosts{}", sc.dilation(), sc.host_dilation())
+    } else {
+        format!("D{}", sc.dilation())
+    }
 }
 
 /// Reads directories of one scenario run under different settings — time
@@ -420,9 +430,8 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
             );
         }
     }
-    let d_differs = manifests
-        .iter()
-        .any(|m| m.sc.dilation() != first.sc.dilation());
+    let d_of = |sc: &Scenario| (sc.dilation(), sc.host_dilation());
+    let d_differs = manifests.iter().any(|m| d_of(&m.sc) != d_of(&first.sc));
     let labels: Vec<String> = if !labels.is_empty() {
         labels.to_vec()
     } else if d_differs {
@@ -468,9 +477,17 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
     for ((m, dir), label) in manifests.into_iter().zip(dirs).zip(&labels) {
         loaded.add_dir(dir, &m, |aqm| rename(label, aqm))?;
         loaded.notes.push(format!(
-            "{label}: {} (time dilation D = {}{})",
+            "{label}: {} (time dilation D = {}{}{})",
             dir.display(),
             m.sc.dilation(),
+            if m.sc.hosts_apart() {
+                format!(
+                    ", the hosts' timers at D = {}: a negative control",
+                    m.sc.host_dilation()
+                )
+            } else {
+                String::new()
+            },
             m.scaling["to"]
                 .as_str()
                 .map(|r| format!(", rate scaled to {r}"))
@@ -480,6 +497,7 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
             "label": label,
             "dir": dir.display().to_string(),
             "dilation": m.sc.dilation(),
+            "host_dilation": m.sc.host_dilation(),
             "scaling": m.scaling,
         }));
     }
@@ -547,6 +565,7 @@ pub fn write(out: &Path, loaded: &Loaded, baseline: Option<&str>) -> Result<Repo
         figures::write_all(out, &fig_input).map_err(|e| anyhow!("plotting: {e}"))?;
     files.extend(plots);
     notes.splice(0..0, loaded.notes.iter().cloned());
+    notes.extend(lossless_retrans_notes(&loaded.results));
     let console = summary::console_lines(&loaded.sc, &summary);
     Ok(Report {
         summary,
@@ -574,6 +593,20 @@ pub fn summarize(loaded: &Loaded, baseline: Option<&str>) -> Result<Summary> {
         .map(serde_json::to_value)
         .collect::<Result<_, _>>()?;
     Ok(s)
+}
+
+/// A note per combination whose switch dropped nothing while its hosts
+/// retransmitted (their timers resent data: TLP, spurious RTO, …), from
+/// what it stored — also for results written before the flag existed.
+fn lossless_retrans_notes(results: &[StoredResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter_map(|s| {
+            let r = &s.result;
+            r.hosts
+                .retrans_note(&s.dir.display().to_string(), r.switch.dropped_pkts)
+        })
+        .collect()
 }
 
 /// One row of `stats.csv`: one number of one point, with its comparison.
@@ -746,6 +779,92 @@ pub(crate) mod tests {
         });
         fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_negative_control_is_labelled_and_never_merged() {
+        let root = tempfile::tempdir().unwrap();
+        let d40 = results_dir(root.path(), "d40", 40.0, |r| 100 + r as u64);
+        let again = results_dir(root.path(), "d40b", 40.0, |r| 100 + r as u64);
+        let control = root.path().join("d40-hosts1");
+        fs::rename(
+            results_dir(root.path(), "tmp", 40.0, |r| 100 + r as u64),
+            &control,
+        )
+        .unwrap();
+        // The control's manifest: the hosts at D_H = 1, the rest at D = 40.
+        let mpath = control.join("manifest.json");
+        let mut m: Value = serde_json::from_str(&fs::read_to_string(&mpath).unwrap()).unwrap();
+        m["scenario"]["host_dilation"] = 1.0.into();
+        fs::write(&mpath, m.to_string()).unwrap();
+        let sc = read_manifest(&control).unwrap().sc;
+        assert!(sc.hosts_apart());
+        assert_eq!(dilation_label(&sc), "D40-hosts1");
+        assert_eq!(dilation_label(&read_manifest(&d40).unwrap().sc), "D40");
+
+        // Two normal runs at D = 40 merge; the control does not, saying why.
+        assert!(load(&[d40.clone(), again.clone()]).is_ok());
+        let e = load(&[d40.clone(), control.clone()]).err().unwrap();
+        assert!(e.to_string().contains("negative control"), "{e}");
+        let e = load(&[control.clone(), d40.clone()]).err().unwrap();
+        assert!(
+            e.to_string().contains("only repeats of one scenario merge"),
+            "{e}"
+        );
+        // A host_dilation equal to D is the normal run: it merges.
+        let same = root.path().join("d40-hosts40");
+        fs::rename(
+            results_dir(root.path(), "tmp2", 40.0, |r| 100 + r as u64),
+            &same,
+        )
+        .unwrap();
+        let mpath = same.join("manifest.json");
+        let mut m: Value = serde_json::from_str(&fs::read_to_string(&mpath).unwrap()).unwrap();
+        m["scenario"]["host_dilation"] = 40.0.into();
+        fs::write(&mpath, m.to_string()).unwrap();
+        assert!(load(&[d40.clone(), same.clone()]).is_ok());
+
+        // Compared apart: its own label, judged against the same AQM at D = 40.
+        let l = load_apart(&[d40.clone(), control.clone()], &[]).unwrap();
+        assert_eq!(
+            l.sc.switch.aqm,
+            ["D40:dctcp", "D40:tcn", "D40-hosts1:dctcp", "D40-hosts1:tcn"]
+        );
+        assert_eq!(l.scaling["compared"][1]["host_dilation"], 1.0);
+        assert_eq!(l.scaling["compared"][0]["host_dilation"], 40.0);
+        assert!(l.notes[1].contains("negative control"), "{:?}", l.notes);
+        assert_eq!(
+            l.against(None).unwrap().baseline_of("D40-hosts1:tcn"),
+            Some("D40:tcn".into())
+        );
+        // Among other Ds too.
+        let d1 = results_dir(root.path(), "d1", 1.0, |r| 100 + r as u64);
+        let l = load_apart(&[d1, d40, control], &[]).unwrap();
+        assert_eq!(l.sc.switch.aqm[4..], ["D40-hosts1:dctcp", "D40-hosts1:tcn"]);
+    }
+
+    #[test]
+    fn lossless_retransmissions_are_noted_from_the_stored_counters() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = results_dir(root.path(), "r", 1.0, |r| 100 + r as u64);
+        // One repeat's hosts retransmitted with no drop at the switch.
+        let rpath = dir.join("tcn-load0.50-r2").join("result.json");
+        let mut v: Value = serde_json::from_str(&fs::read_to_string(&rpath).unwrap()).unwrap();
+        v["hosts"]["retrans_segs"] = 3.into();
+        v["hosts"]["loss_probes"] = 2.into();
+        fs::write(&rpath, v.to_string()).unwrap();
+        let loaded = load(std::slice::from_ref(&dir)).unwrap();
+        let notes = lossless_retrans_notes(&loaded.results);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("tcn-load0.50-r2"), "{}", notes[0]);
+        assert!(notes[0].contains("TLP 2"), "{}", notes[0]);
+        let out = root.path().join("out");
+        let rep = write(&out, &loaded, None).unwrap();
+        assert!(
+            rep.notes.iter().any(|n| n.contains("lossless run")),
+            "{:?}",
+            rep.notes
+        );
     }
 
     /// Every point's AQM, what it was compared with and the verdict on its

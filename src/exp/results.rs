@@ -105,7 +105,13 @@ impl HopResult {
     }
 }
 
-/// Host TCP counters (`nstat`), summed over hosts, after − before.
+/// Host TCP counters (`nstat`), after − before: summed over the hosts, and
+/// per host in [`HostTotals::per_host`]. Besides retransmissions and RTOs
+/// they count what the hosts' other timers did — tail-loss probes, delayed
+/// ACKs, spurious RTOs — which time dilation stretches only in part (README,
+/// "Time dilation — host timers"): a difference across D in these is a
+/// difference in the hosts, not in the switch. Counters added later read
+/// as 0 from an older `result.json`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct HostTotals {
     /// `TcpRetransSegs`.
@@ -114,6 +120,123 @@ pub struct HostTotals {
     pub timeouts: u64,
     /// `TcpExtTCPDeliveredCE`.
     pub delivered_ce: u64,
+    /// `TcpExtTCPLossProbes`: tail-loss probes sent (TLP: 2·srtt + 2 ms,
+    /// the 2 ms not stretched by dilation).
+    #[serde(default)]
+    pub loss_probes: u64,
+    /// `TcpExtTCPLossProbeRecovery`: losses a TLP repaired.
+    #[serde(default)]
+    pub loss_probe_recovery: u64,
+    /// `TcpExtDelayedACKs`: ACKs sent by the delayed-ACK timer.
+    #[serde(default)]
+    pub delayed_acks: u64,
+    /// `TcpExtDelayedACKLost`: an ACK was delayed and the sender
+    /// retransmitted the data it would have acknowledged.
+    #[serde(default)]
+    pub delayed_ack_lost: u64,
+    /// `TcpExtTCPSpuriousRTOs`: RTOs F-RTO found spurious.
+    #[serde(default)]
+    pub spurious_rtos: u64,
+    /// `TcpExtTCPDSACKRecv`: D-SACKs received (a segment arrived twice:
+    /// a retransmission was not needed).
+    #[serde(default)]
+    pub dsack_recv: u64,
+    /// The switch dropped nothing in this combination but the hosts
+    /// retransmitted: their timers, not the network, resent data
+    /// ([`HostTotals::retrans_note`]). Only in the totals; absent = false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lossless_retrans: bool,
+    /// The same counters per host (`h1`, `h2`, …); only in the totals.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_host: BTreeMap<String, HostTotals>,
+}
+
+impl HostTotals {
+    /// Adds `other`'s counters (not its per-host map or flag).
+    pub fn add(&mut self, o: &HostTotals) {
+        self.retrans_segs += o.retrans_segs;
+        self.timeouts += o.timeouts;
+        self.delivered_ce += o.delivered_ce;
+        self.loss_probes += o.loss_probes;
+        self.loss_probe_recovery += o.loss_probe_recovery;
+        self.delayed_acks += o.delayed_acks;
+        self.delayed_ack_lost += o.delayed_ack_lost;
+        self.spurious_rtos += o.spurious_rtos;
+        self.dsack_recv += o.dsack_recv;
+    }
+
+    /// The totals of `hosts` (name, counters), with each host's kept in
+    /// [`HostTotals::per_host`].
+    pub fn of_hosts(hosts: impl IntoIterator<Item = (String, HostTotals)>) -> Self {
+        let mut t = HostTotals::default();
+        for (name, h) in hosts {
+            t.add(&h);
+            t.per_host.insert(name, h);
+        }
+        t
+    }
+
+    /// The timer counters `summary::repeat_values` reports as
+    /// `host.<key>` (besides `rtos` and `retrans`), by key.
+    pub fn timer_metrics(&self) -> [(&'static str, u64); 6] {
+        [
+            ("loss_probes", self.loss_probes),
+            ("loss_probe_recovery", self.loss_probe_recovery),
+            ("delayed_acks", self.delayed_acks),
+            ("delayed_ack_lost", self.delayed_ack_lost),
+            ("spurious_rtos", self.spurious_rtos),
+            ("dsack_recv", self.dsack_recv),
+        ]
+    }
+
+    /// A person's name for the counter `key` of [`Self::timer_metrics`].
+    pub fn metric_name(key: &str) -> String {
+        match key {
+            "loss_probes" => "hosts' tail-loss probes (TLP)",
+            "loss_probe_recovery" => "hosts' losses repaired by a TLP",
+            "delayed_acks" => "hosts' delayed ACKs",
+            "delayed_ack_lost" => "hosts' delayed ACKs whose data was resent",
+            "spurious_rtos" => "hosts' spurious RTOs",
+            "dsack_recv" => "hosts' D-SACKs received",
+            other => return format!("hosts' {other}"),
+        }
+        .to_owned()
+    }
+
+    /// Whether the hosts retransmitted although the switch dropped
+    /// `switch_drops` = 0 packets (a lossless ECN run that still resent).
+    pub fn retransmitted_without_loss(&self, switch_drops: u64) -> bool {
+        switch_drops == 0 && self.retrans_segs > 0
+    }
+
+    /// What the hosts' timers did, by counter: `TLP 12 (recovered 9),
+    /// RTO 1, spurious RTO 0, DSACK received 3, delayed-ACK lost 0`.
+    pub fn timer_counts(&self) -> String {
+        format!(
+            "TLP {} (recovered {}), RTO {}, spurious RTO {}, DSACK received {}, delayed-ACK lost {}",
+            self.loss_probes,
+            self.loss_probe_recovery,
+            self.timeouts,
+            self.spurious_rtos,
+            self.dsack_recv,
+            self.delayed_ack_lost
+        )
+    }
+
+    /// The console note of a combination in directory `dir` whose switch
+    /// dropped `switch_drops` packets, when the hosts retransmitted anyway.
+    pub fn retrans_note(&self, dir: &str, switch_drops: u64) -> Option<String> {
+        self.retransmitted_without_loss(switch_drops).then(|| {
+            format!(
+                "{dir}: retransmissions in a lossless run: the switch dropped nothing but the \
+                 hosts retransmitted {} segment{} ({}) — a host timer, not the network, resent {}",
+                self.retrans_segs,
+                if self.retrans_segs == 1 { "" } else { "s" },
+                self.timer_counts(),
+                if self.retrans_segs == 1 { "it" } else { "them" }
+            )
+        })
+    }
 }
 
 /// Goodput of one static flow over the run.
@@ -437,7 +560,7 @@ pub fn parse_nstat(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// Counter differences `after − before`, summed into [`HostTotals`].
+/// Counter differences `after − before` of one host, as [`HostTotals`].
 pub fn host_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> HostTotals {
     let d = |k: &str| {
         after
@@ -450,6 +573,13 @@ pub fn host_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>)
         retrans_segs: d("TcpRetransSegs"),
         timeouts: d("TcpExtTCPTimeouts"),
         delivered_ce: d("TcpExtTCPDeliveredCE"),
+        loss_probes: d("TcpExtTCPLossProbes"),
+        loss_probe_recovery: d("TcpExtTCPLossProbeRecovery"),
+        delayed_acks: d("TcpExtDelayedACKs"),
+        delayed_ack_lost: d("TcpExtDelayedACKLost"),
+        spurious_rtos: d("TcpExtTCPSpuriousRTOs"),
+        dsack_recv: d("TcpExtTCPDSACKRecv"),
+        ..Default::default()
     }
 }
 
@@ -509,8 +639,170 @@ mod tests {
             HostTotals {
                 retrans_segs: 5,
                 timeouts: 2,
-                delivered_ce: 9
+                delivered_ce: 9,
+                ..Default::default()
             }
+        );
+    }
+
+    /// `nstat -asz` of a sender's namespace (Linux 6.18) before and after
+    /// 3 s of 4 TCP flows into a 50 Mbit/s tbf with an 8 KB limit and
+    /// `rto_min 5ms`: drops, RTOs and tail-loss probes.
+    const NSTAT_BEFORE: &str = include_str!("testdata/nstat-sender-before.txt");
+    const NSTAT_AFTER: &str = include_str!("testdata/nstat-sender-after.txt");
+
+    #[test]
+    fn every_timer_counter_is_read_from_real_nstat_output() {
+        let (before, after) = (parse_nstat(NSTAT_BEFORE), parse_nstat(NSTAT_AFTER));
+        // The header line is skipped; the rate column is not a value.
+        assert!(!before.contains_key("#kernel"));
+        assert!(after.len() > 300, "{}", after.len());
+        let d = host_delta(&before, &after);
+        assert_eq!(
+            d,
+            HostTotals {
+                retrans_segs: 6626,
+                timeouts: 39,
+                delivered_ce: 0,
+                loss_probes: 3,
+                loss_probe_recovery: 0,
+                delayed_acks: 1,
+                delayed_ack_lost: 0,
+                spurious_rtos: 0,
+                dsack_recv: 0,
+                ..Default::default()
+            }
+        );
+        // `TcpExtTCPDSACKRecvSegs` and `TcpExtDelayedACKLocked` are other
+        // counters: an exact name match, not a prefix.
+        let mut more = after.clone();
+        *more.get_mut("TcpExtTCPDSACKRecvSegs").unwrap() += 7;
+        *more.get_mut("TcpExtDelayedACKLocked").unwrap() += 5;
+        assert_eq!(host_delta(&before, &more), d);
+        *more.get_mut("TcpExtTCPDSACKRecv").unwrap() += 2;
+        *more.get_mut("TcpExtTCPSpuriousRTOs").unwrap() += 1;
+        *more.get_mut("TcpExtTCPLossProbeRecovery").unwrap() += 3;
+        *more.get_mut("TcpExtDelayedACKLost").unwrap() += 4;
+        let m = host_delta(&before, &more);
+        assert_eq!(
+            (
+                m.dsack_recv,
+                m.spurious_rtos,
+                m.loss_probe_recovery,
+                m.delayed_ack_lost
+            ),
+            (2, 1, 3, 4)
+        );
+        // A counter that went backwards (a namespace rebuilt) is 0, not a wrap.
+        assert_eq!(host_delta(&after, &before), HostTotals::default());
+    }
+
+    #[test]
+    fn totals_keep_each_host_and_flag_retransmissions_without_loss() {
+        let sender = host_delta(&parse_nstat(NSTAT_BEFORE), &parse_nstat(NSTAT_AFTER));
+        let receiver = HostTotals {
+            delayed_acks: 4,
+            dsack_recv: 1,
+            ..Default::default()
+        };
+        let t = HostTotals::of_hosts([("h1".into(), sender.clone()), ("h2".into(), receiver)]);
+        assert_eq!(t.retrans_segs, 6626);
+        assert_eq!((t.delayed_acks, t.dsack_recv, t.loss_probes), (5, 1, 3));
+        assert_eq!(t.per_host["h1"], sender);
+        assert_eq!(t.per_host["h2"].delayed_acks, 4);
+        // Retransmissions with drops at the switch: the network's doing.
+        assert!(!t.retransmitted_without_loss(17));
+        assert_eq!(t.retrans_note("dctcp-r0", 17), None);
+        // Without: a note naming the timers' counters.
+        assert!(t.retransmitted_without_loss(0));
+        let note = t.retrans_note("dctcp-r0", 0).unwrap();
+        for want in [
+            "dctcp-r0",
+            "switch dropped nothing",
+            "6626 segments",
+            "TLP 3 (recovered 0)",
+            "RTO 39",
+            "spurious RTO 0",
+            "DSACK received 1",
+        ] {
+            assert!(note.contains(want), "want `{want}` in: {note}");
+        }
+        // No retransmission, no note; one, in the singular.
+        assert_eq!(HostTotals::default().retrans_note("x", 0), None);
+        let one = HostTotals {
+            retrans_segs: 1,
+            ..Default::default()
+        };
+        let note = one.retrans_note("x", 0).unwrap();
+        assert!(
+            note.contains("1 segment (") && note.ends_with("resent it"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn timer_counters_are_metrics_with_names() {
+        use crate::exp::summary::{metric_info, repeat_values, tests::combo, Unit};
+        let mut r = combo("dctcp", 0.5, 0, vec![], 0);
+        r.hosts = HostTotals {
+            retrans_segs: 7,
+            timeouts: 1,
+            loss_probes: 5,
+            loss_probe_recovery: 4,
+            delayed_acks: 30,
+            delayed_ack_lost: 2,
+            spurious_rtos: 1,
+            dsack_recv: 3,
+            ..Default::default()
+        };
+        let v = repeat_values(&r);
+        for (k, want) in [
+            ("rtos", 1.0),
+            ("retrans", 7.0),
+            ("host.loss_probes", 5.0),
+            ("host.loss_probe_recovery", 4.0),
+            ("host.delayed_acks", 30.0),
+            ("host.delayed_ack_lost", 2.0),
+            ("host.spurious_rtos", 1.0),
+            ("host.dsack_recv", 3.0),
+        ] {
+            assert_eq!(v.get(k), Some(&want), "{k} in {v:?}");
+            let (name, unit) = metric_info(k);
+            assert_eq!(unit, Unit::Count, "{k}");
+            assert!(
+                !name.contains('.') && name.ends_with("per run"),
+                "{k}: {name}"
+            );
+        }
+        assert_eq!(
+            metric_info("host.loss_probes").0,
+            "hosts' tail-loss probes (TLP) per run"
+        );
+        assert_eq!(
+            metric_info("host.dsack_recv").0,
+            "hosts' D-SACKs received per run"
+        );
+    }
+
+    #[test]
+    fn result_json_written_before_the_timer_counters_still_loads() {
+        let old = serde_json::json!({"retrans_segs": 3, "timeouts": 1, "delivered_ce": 40});
+        let h: HostTotals = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (h.retrans_segs, h.loss_probes, h.lossless_retrans),
+            (3, 0, false)
+        );
+        assert!(h.per_host.is_empty());
+        // Written back: the flag only when set, the per-host map only when filled.
+        let v = serde_json::to_value(&h).unwrap();
+        assert!(v.get("lossless_retrans").is_none() && v.get("per_host").is_none());
+        let flagged = HostTotals {
+            lossless_retrans: true,
+            ..h
+        };
+        assert_eq!(
+            serde_json::to_value(&flagged).unwrap()["lossless_retrans"],
+            true
         );
     }
 

@@ -18,7 +18,14 @@
 //! stretched by D, and what it measures itself is brought back to emulated
 //! time (the traffic's wall time, the polling timestamps, ping's RTTs). The
 //! switch's JSON and time series and the generators' reports are already
-//! emulated and are stored as they come.
+//! emulated and are stored as they come. A negative control
+//! (`host_dilation`, `run --host-dilation D_H`) builds the hosts at D_H
+//! instead, everything else at D.
+//!
+//! `topology.base_rtt` ([`base_rtt`]): before the first combination the
+//! runner starts the switch once without delay, measures the hosts' own
+//! round trip through it, and runs every combination with the one-way
+//! delay that makes the emulated base RTT the one asked for.
 
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
@@ -38,9 +45,12 @@ use crate::timebase::Dilation;
 use crate::topo::{self, CongestionControl, RxCpus, TopoConfig, Topology};
 use crate::units::parse_duration;
 
+mod base_rtt;
 mod combo;
 mod traffic;
 pub(crate) use traffic::resolve;
+
+pub use base_rtt::BaseRtt;
 
 /// TCP port of the generator's servers.
 pub const SERVER_PORT: u16 = 5001;
@@ -351,8 +361,20 @@ fn run_inner(
     }
     let mut manifest = manifest(sc, name, opts, prefix, &topo, &combos, &started);
     write_json(&opts.out.join("manifest.json"), &manifest)?;
+    let mut notes = Vec::new();
+    let delay = match sc.base_rtt() {
+        Some(base) => {
+            let b = base_rtt::measure(sc, opts, &topo, base).context("measuring the base RTT")?;
+            manifest["base_rtt"] = serde_json::to_value(&b)?;
+            write_json(&opts.out.join("manifest.json"), &manifest)?;
+            notes.push(b.describe());
+            Some(b.one_way_delay())
+        }
+        None => None,
+    };
+    check_stop(&opts.stop)?;
     let servers = start_servers(sc, opts, &topo)?;
-    let mut notes = run_combos(sc, opts, &topo, &combos, &mut manifest)?;
+    notes.extend(run_combos(sc, opts, &topo, &combos, &mut manifest, delay)?);
     drop(servers);
     // The summary and figures come from what was stored, exactly as
     // `softswitch-exp report` rebuilds them.
@@ -422,7 +444,8 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
             .as_deref()
             .map(|c| c.parse::<CongestionControl>().unwrap_or_default())
             .unwrap_or_default(),
-        dilation: sc.dilation(),
+        // The run's D, unless a negative control asks for other hosts.
+        dilation: sc.host_dilation(),
         ..defaults
     })
 }
@@ -487,6 +510,7 @@ fn manifest(
         "completed": 0,
         "scaling": opts.scaling,
         "dilation": sc.dilation(),
+        "host_dilation": sc.host_dilation(),
         "rps": sc.rps().to_string(),
         "shard": opts.shard.map(|s| s.to_string()),
         "capture": capture_manifest(sc, opts),
@@ -563,6 +587,7 @@ fn run_combos(
     topo: &Topology,
     combos: &[Combo],
     manifest: &mut Value,
+    delay: Option<Duration>,
 ) -> Result<Vec<String>> {
     let bar = progress_bar(opts.progress, combos.len());
     let mut notes = Vec::new();
@@ -579,7 +604,7 @@ fn run_combos(
             opts.retry_unfaithful,
             || {
                 check_stop(&opts.stop)?;
-                combo::run_combo(sc, opts, topo, combo).with_context(|| {
+                combo::run_combo(sc, opts, topo, combo, delay).with_context(|| {
                     format!(
                         "combination {} ({}{tag}, repeat {})",
                         combo.index, combo.aqm, combo.repeat
@@ -703,13 +728,15 @@ pub fn fabric_file(out: &Path) -> PathBuf {
 }
 
 /// The switch's command line for one AQM; `out` is the run's directory
-/// (where [`fabric_file`] is).
+/// (where [`fabric_file`] is); `delay`: the one-way delay of every port
+/// that `topology.base_rtt` chose (`--delay`).
 pub fn switch_args(
     sc: &Scenario,
     topo: &Topology,
     aqm: &str,
     socket: &Path,
     out: &Path,
+    delay: Option<Duration>,
 ) -> Vec<String> {
     let sw = &sc.switch;
     // Validated before the run: a fabric that does not read is no fabric.
@@ -777,6 +804,9 @@ pub fn switch_args(
             a.push(format!("{}={d}", topo.hosts[i - 1].switch_if));
         }
     }
+    if let Some(d) = delay {
+        a.extend(base_rtt::delay_args(d));
+    }
     let f = &sc.fidelity;
     for (flag, v) in [
         ("--max-lost", &f.max_lost),
@@ -795,11 +825,10 @@ pub fn switch_args(
     a
 }
 
-/// Every receiving host reaches every sender through the switch (one ping,
-/// a few tries): a broken path fails here with a clear message instead of
-/// as a connect timeout deep in the traffic generator.
-fn check_paths(sc: &Scenario, topo: &Topology) -> Result<()> {
-    let pairs: Vec<(usize, usize)> = match &sc.traffic {
+/// The (receiving host, sending host) pairs of the scenario's traffic,
+/// 1-based, each once.
+fn traffic_pairs(sc: &Scenario) -> Vec<(usize, usize)> {
+    let mut pairs: Vec<(usize, usize)> = match &sc.traffic {
         TrafficSpec::Workload(w) => w
             .clients
             .iter()
@@ -808,6 +837,16 @@ fn check_paths(sc: &Scenario, topo: &Topology) -> Result<()> {
         TrafficSpec::Incast(i) => i.servers.iter().map(|&s| (i.receiver, s)).collect(),
         TrafficSpec::Static(s) => s.flows.iter().map(|f| (f.client, f.server)).collect(),
     };
+    let mut seen = std::collections::BTreeSet::new();
+    pairs.retain(|p| seen.insert(*p));
+    pairs
+}
+
+/// Every receiving host reaches every sender through the switch (one ping,
+/// a few tries): a broken path fails here with a clear message instead of
+/// as a connect timeout deep in the traffic generator.
+fn check_paths(sc: &Scenario, topo: &Topology) -> Result<()> {
+    let pairs = traffic_pairs(sc);
     // One second of emulated time to answer, in real time.
     let wait = whole_real_seconds(sc.dilation(), Duration::from_secs(1)).to_string();
     for (c, s) in pairs {
@@ -860,7 +899,14 @@ pub(super) mod tests {
     /// The switch's command line for `aqm`, its socket `/tmp/s.sock`, the
     /// run's directory `/tmp/out`.
     fn args(sc: &Scenario, t: &Topology, aqm: &str) -> Vec<String> {
-        switch_args(sc, t, aqm, Path::new("/tmp/s.sock"), Path::new("/tmp/out"))
+        switch_args(
+            sc,
+            t,
+            aqm,
+            Path::new("/tmp/s.sock"),
+            Path::new("/tmp/out"),
+            None,
+        )
     }
 
     pub(crate) fn topo(n: usize) -> Topology {
@@ -1049,6 +1095,107 @@ pub(super) mod tests {
             (c["pcap_max_mb"].as_f64(), c["asked_by"].as_str()),
             (Some(1.0), Some("scenario [capture]"))
         );
+    }
+
+    #[test]
+    fn a_negative_control_dilates_the_hosts_apart_from_the_switch() {
+        let t = topo(3);
+        let text = format!("dilation = 40\nhost_dilation = 1\n{STATIC}");
+        let sc = Scenario::from_toml(&text, Path::new("t.toml")).unwrap();
+        sc.validate().unwrap();
+        assert!(sc.hosts_apart());
+        // The hosts at D_H = 1, the switch and the generators at D = 40.
+        assert!(topo_config(&sc, "xt").unwrap().dilation.is_none());
+        let a = args(&sc, &t, "dctcp").join(" ");
+        assert!(a.contains("--dilation 40"), "{a}");
+        let m = manifest(&sc, "t", &opts(), "xt", &t, &sc.combos(), "now");
+        assert_eq!(
+            (m["dilation"].as_f64(), m["host_dilation"].as_f64()),
+            (Some(40.0), Some(1.0))
+        );
+        assert_eq!(m["scenario"]["host_dilation"], 1.0);
+        // Absent: the hosts follow D, and the manifest says so.
+        let sc40 =
+            Scenario::from_toml(&format!("dilation = 40\n{STATIC}"), Path::new("t.toml")).unwrap();
+        assert!(!sc40.hosts_apart());
+        assert_eq!(topo_config(&sc40, "xt").unwrap().dilation.factor(), 40.0);
+        let m = manifest(&sc40, "t", &opts(), "xt", &t, &sc40.combos(), "now");
+        assert_eq!(m["host_dilation"], 40.0);
+        assert!(m["scenario"].get("host_dilation").is_none());
+        let bad = Scenario::from_toml(
+            &format!("host_dilation = 0.5\n{STATIC}"),
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("host_dilation = 0.5"));
+    }
+
+    #[test]
+    fn base_rtt_gives_every_port_the_delay_chosen_and_nothing_else() {
+        let t = topo(3);
+        let text = STATIC.replace("hosts = 3", "hosts = 3\nbase_rtt = \"250us\"");
+        let sc = Scenario::from_toml(&text, Path::new("t.toml")).unwrap();
+        sc.validate().unwrap();
+        assert_eq!(sc.base_rtt(), Some(Duration::from_micros(250)));
+        // Before the delay is measured (the probe switch) and for scenarios
+        // without base_rtt: no delay at all.
+        let none = args(&sc, &t, "dctcp");
+        assert!(!none.iter().any(|a| a.contains("delay")), "{none:?}");
+        let plain = Scenario::from_toml(STATIC, Path::new("t.toml")).unwrap();
+        assert_eq!(args(&plain, &t, "dctcp"), none);
+        // With the delay chosen: `--delay` in ns, the rest unchanged.
+        let with = switch_args(
+            &sc,
+            &t,
+            "dctcp",
+            Path::new("/tmp/s.sock"),
+            Path::new("/tmp/out"),
+            Some(Duration::from_nanos(108_750)),
+        );
+        let at = with.iter().position(|a| a == "--delay").expect("--delay");
+        assert_eq!(with[at + 1], "108750ns");
+        assert_eq!([&with[..at], &with[at + 2..]].concat(), none);
+        // The switch reads what it is given.
+        assert_eq!(
+            crate::units::parse_duration(&with[at + 1]).unwrap(),
+            108_750
+        );
+        // Refused with what would set the delay twice.
+        let t2 = text.replace("base_rtt", "delay = { h1 = \"10us\" }\nbase_rtt");
+        let e = Scenario::from_toml(&t2, Path::new("t.toml"))
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("remove topology.delay"), "{e}");
+        let mut x = sc.clone();
+        x.switch.extra_args = vec!["--delay".into(), "5us".into()];
+        let e = x.validate().unwrap_err().to_string();
+        assert!(e.contains("switch.extra_args"), "{e}");
+        let mut x = sc.clone();
+        x.topology.base_rtt = Some("soon".into());
+        assert!(x
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("topology.base_rtt"));
+    }
+
+    #[test]
+    fn traffic_pairs_are_each_receiver_and_sender_once() {
+        let sc = Scenario::from_toml(
+            &STATIC.replace(
+                "flows = [{ server = 1, client = 3 }]",
+                "flows = [{ server = 1, client = 3 }, { server = 1, client = 3, dscp = 1 }, { server = 2, client = 3 }]",
+            ),
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        assert_eq!(traffic_pairs(&sc), [(3, 1), (3, 2)]);
     }
 
     #[test]

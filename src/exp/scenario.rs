@@ -70,6 +70,13 @@ pub struct Scenario {
     /// rate / D (`softswitch-exp run --dilation` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dilation: Option<f64>,
+    /// A negative control only: the hosts' timers at this D_H while the
+    /// switch and the generators run at `dilation` (`softswitch-exp run
+    /// --host-dilation D_H`). Absent: the run's D, which is the emulated
+    /// experiment; any other value is not, and such runs neither merge
+    /// with normal ones nor share their label in `report --compare`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_dilation: Option<f64>,
     /// Host namespaces.
     pub topology: TopologySpec,
     /// Switch settings; `aqm` is a sweep list.
@@ -330,6 +337,16 @@ pub struct TopologySpec {
     /// `{ h1 = "20us", h5 = "100us" }`, for RTT variation.
     #[serde(default)]
     pub delay: BTreeMap<String, String>,
+    /// The emulated base RTT between the hosts that exchange traffic, e.g.
+    /// `"250us"`, held at every D: before the traffic the runner measures
+    /// the hosts' own round trip h through the switch (ping, no delay
+    /// added, at the run's D), and every port gets the one-way delay
+    /// (base_rtt − h / D) / 2 (recorded in manifest.json's `base_rtt`). A
+    /// fixed `delay` compensates the hosts' latency only at D = 1, since
+    /// their real µs shrink by D in emulated time. Not with `delay`, a
+    /// fabric, or `--delay` in `switch.extra_args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_rtt: Option<String>,
 }
 
 /// `[switch]`.
@@ -721,6 +738,26 @@ impl Scenario {
             .unwrap_or_default()
     }
 
+    /// The D of the hosts' timers: `host_dilation` (a negative control),
+    /// else the run's D.
+    pub fn host_dilation(&self) -> Dilation {
+        self.host_dilation
+            .and_then(|d| Dilation::new(d).ok())
+            .unwrap_or_else(|| self.dilation())
+    }
+
+    /// Whether the hosts run at another D than the switch and the
+    /// generators (a negative control, not the emulated experiment).
+    pub fn hosts_apart(&self) -> bool {
+        self.host_dilation() != self.dilation()
+    }
+
+    /// `topology.base_rtt`, parsed (validated before a run).
+    pub fn base_rtt(&self) -> Option<Duration> {
+        let b = self.topology.base_rtt.as_deref()?;
+        parse_duration(b).ok().map(Duration::from_nanos)
+    }
+
     /// The name for results: `name`, else the file stem.
     pub fn name_or(&self, path: &Path) -> String {
         self.name.clone().unwrap_or_else(|| {
@@ -740,6 +777,9 @@ impl Scenario {
         }
         if let Some(d) = self.dilation {
             Dilation::new(d).map_err(|e| inv(format!("dilation = {d}: {e}")))?;
+        }
+        if let Some(d) = self.host_dilation {
+            Dilation::new(d).map_err(|e| inv(format!("host_dilation = {d}: {e}")))?;
         }
         self.validate_topology()?;
         self.validate_fabric()?;
@@ -778,6 +818,36 @@ impl Scenario {
         for (host, d) in &t.delay {
             self.host_key(host)?;
             check_duration(&format!("topology.delay.{host}"), d)?;
+        }
+        if let Some(b) = &t.base_rtt {
+            self.validate_base_rtt(b)?;
+        }
+        Ok(())
+    }
+
+    /// `topology.base_rtt`: a time, and nothing else setting the ports' delay.
+    fn validate_base_rtt(&self, b: &str) -> Result<(), ScenarioError> {
+        check_duration("topology.base_rtt", b)?;
+        if !self.topology.delay.is_empty() {
+            return Err(inv(format!(
+                "topology.base_rtt = \"{b}\" sets every port's delay itself (what the hosts' \
+                 measured round trip leaves of {b}); remove topology.delay, or base_rtt"
+            )));
+        }
+        if self.fabric.is_some() {
+            return Err(inv(
+                "topology.base_rtt with [fabric]: a fabric sets its links' delays; use one \
+                 switch, or set the fabric's delays"
+                    .into(),
+            ));
+        }
+        if let Some(f) = self.switch.extra_args.iter().find(|a| {
+            a.as_str() == "--delay" || a.starts_with("--delay=") || a.starts_with("--port-delay")
+        }) {
+            return Err(inv(format!(
+                "topology.base_rtt with `{f}` in switch.extra_args: base_rtt sets the ports' \
+                 delay; remove one of them"
+            )));
         }
         Ok(())
     }

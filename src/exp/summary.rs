@@ -114,6 +114,10 @@ pub fn metric_info(key: &str) -> (String, Unit) {
         ["marks"] => ("CE marks per run".into(), Unit::Count),
         ["rtos"] => ("RTOs per run".into(), Unit::Count),
         ["retrans"] => ("retransmitted segments per run".into(), Unit::Count),
+        ["host", c] => (
+            format!("{} per run", super::results::HostTotals::metric_name(c)),
+            Unit::Count,
+        ),
         _ => (key.to_owned(), Unit::Count),
     }
 }
@@ -217,6 +221,9 @@ pub fn repeat_values(r: &ComboResult) -> BTreeMap<String, f64> {
     v.insert("marks".into(), r.switch.marked_pkts as f64);
     v.insert("rtos".into(), r.hosts.timeouts as f64);
     v.insert("retrans".into(), r.hosts.retrans_segs as f64);
+    for (k, n) in r.hosts.timer_metrics() {
+        v.insert(format!("host.{k}"), n as f64);
+    }
     if let Some(p) = r.ping.as_ref().filter(|p| p.count > 0) {
         v.insert("ping.mean_us".into(), p.mean_us);
         v.insert("ping.p50_us".into(), p.p50_us);

@@ -23,11 +23,15 @@
 //!   returns only once the kernel has freed the program (also after a
 //!   crash), as for `bpf_dctcp`.
 //!
-//! What cannot be stretched on this kernel (measured, README): the delayed
-//! ACK timer (at least `TCP_ATO_MIN` = 40 ms; `TCP_BPF_DELACK_MAX` can only
-//! shorten it), TLP's floor of 2 jiffies (`TCP_TIMEOUT_MIN`), the maximum
-//! RTO (`tcp_rto_max_ms` ≤ 120 s, the default), the ~1 ms of data per GSO
-//! packet at the pacing rate (`sk_pacing_shift`), and the jiffy itself.
+//! What cannot be stretched on this kernel (README's table, checked against
+//! Linux 6.18's source): the delayed ACK timer's 40 ms start
+//! (`TCP_ATO_MIN`; only its cap, RTO_min − 1 jiffy, follows RTO_min, and
+//! `TCP_BPF_DELACK_MAX` can only shorten it), the 2 ms that TLP and RACK's
+//! reordering timer add (`TCP_TIMEOUT_MIN_US`, since Linux 6.7), the
+//! maximum RTO (`tcp_rto_max_ms` ≤ 120 s, the default), the ~1 ms of data
+//! per GSO packet at the pacing rate (`sk_pacing_shift`) and TSO
+//! deferral's 1 ms, and the jiffy itself. `tcp_tso_rtt_log` moves in
+//! powers of two: D = 40 acts as 32.
 
 use std::fs;
 use std::io::ErrorKind;

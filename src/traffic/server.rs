@@ -9,7 +9,12 @@
 //! written in chunks of about 1 ms worth of bytes (1448 B .. 64 KiB) and
 //! chunk k is not written before `start + k·chunk·8 / rate`. TCP's own
 //! window still applies, so a paced flow never exceeds its rate but may fall
-//! below it when the network is congested.
+//! below it when the network is congested. Under time dilation D
+//! ([`Server::dilation`], `softswitch-tg --dilation D`) the rate a request
+//! asks for is the wire's (the emulated rate / D) and the 1 ms is
+//! emulated: a chunk holds 1 ms of the *emulated* rate's bytes and is
+//! written every D ms of real time, so a paced flow's bursts are the same
+//! in emulated time at every D ([`paced_schedule`]).
 //!
 //! **TCP pacing** ([`Server::tcp_pacing`], `softswitch-tg server
 //! --tcp-pacing`) is the kernel's, not the application's: every accepted
@@ -30,6 +35,7 @@ use std::time::{Duration, Instant};
 use super::proto::{Request, HEADER_LEN, STREAM};
 use super::sock;
 use super::TgError;
+use crate::timebase::Dilation;
 
 /// Payload written per `write` call when not paced.
 const UNPACED_CHUNK: usize = 256 * 1024;
@@ -63,6 +69,7 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     quiet: bool,
     tcp_pacing: bool,
+    dilation: Dilation,
 }
 
 impl Server {
@@ -75,6 +82,7 @@ impl Server {
             stop: Arc::default(),
             quiet: false,
             tcp_pacing: false,
+            dilation: Dilation::NONE,
         })
     }
 
@@ -87,6 +95,13 @@ impl Server {
     /// Turn on the kernel's TCP pacing on every connection (module docs).
     pub fn tcp_pacing(mut self, on: bool) -> Self {
         self.tcp_pacing = on;
+        self
+    }
+
+    /// Time dilation D: paced chunks are 1 ms of emulated time (module
+    /// docs). D = 1 (the default) is real time.
+    pub fn dilation(mut self, d: Dilation) -> Self {
+        self.dilation = d;
         self
     }
 
@@ -144,11 +159,12 @@ impl Server {
             let stats = self.stats.clone();
             let quiet = self.quiet;
             let tcp_pacing = self.tcp_pacing;
+            let dilation = self.dilation;
             let spawned = thread::Builder::new()
                 .name(format!("tg-srv-{peer}"))
                 .stack_size(256 * 1024)
                 .spawn(move || {
-                    if let Err(e) = serve_connection(stream, &stats, tcp_pacing) {
+                    if let Err(e) = serve_connection(stream, &stats, tcp_pacing, dilation) {
                         stats.errors.fetch_add(1, Ordering::Relaxed);
                         if !quiet {
                             eprintln!("softswitch-tg server: connection from {peer} closed: {e}");
@@ -174,6 +190,7 @@ fn serve_connection(
     mut stream: TcpStream,
     stats: &ServerStats,
     tcp_pacing: bool,
+    dilation: Dilation,
 ) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     // The last segment of a response must not wait for an ACK (Nagle +
@@ -196,7 +213,14 @@ fn serve_connection(
             dscp_now = Some(req.dscp);
         }
         stream.write_all(&hdr)?;
-        match send_payload(&mut stream, &PAYLOAD, req.size, req.rate_bps, stats) {
+        match send_payload(
+            &mut stream,
+            &PAYLOAD,
+            req.size,
+            req.rate_bps,
+            dilation,
+            stats,
+        ) {
             Ok(()) => {
                 stats.flows.fetch_add(1, Ordering::Relaxed);
             }
@@ -242,15 +266,38 @@ fn is_peer_gone(e: &io::Error) -> bool {
     )
 }
 
-/// Bytes per paced chunk: about 1 ms at `rate_bps`, within the bounds.
-pub fn paced_chunk_bytes(rate_bps: u64) -> u64 {
-    (rate_bps / 8 / 1000).clamp(PACED_CHUNK_MIN, PACED_CHUNK_MAX)
+/// Bytes per paced chunk at wire rate `rate_bps` under dilation `d`:
+/// about 1 ms of emulated time at the emulated rate (`rate_bps` × D),
+/// within the bounds — the same bytes at every D.
+pub fn paced_chunk_bytes(rate_bps: u64, d: Dilation) -> u64 {
+    let emulated_bps = d.emulated_bps(rate_bps as f64) as u64;
+    (emulated_bps / 8 / 1000).clamp(PACED_CHUNK_MIN, PACED_CHUNK_MAX)
+}
+
+/// The writes of a paced response of `size` bytes at wire rate `rate_bps`
+/// under dilation `d`: (earliest real time from the start, bytes) of each
+/// chunk, in order — what [`send_payload`] does when the socket never
+/// blocks.
+pub fn paced_schedule(size: u64, rate_bps: u64, d: Dilation) -> Vec<(Duration, u64)> {
+    let chunk = paced_chunk_bytes(rate_bps, d);
+    let mut out = Vec::new();
+    let mut sent = 0;
+    while sent < size {
+        let n = chunk.min(size - sent);
+        out.push((paced_offset(sent, rate_bps), n));
+        sent += n;
+    }
+    out
+}
+
+/// Real time after the start at which `sent_bytes` are due at `rate_bps`.
+fn paced_offset(sent_bytes: u64, rate_bps: u64) -> Duration {
+    Duration::from_nanos((sent_bytes as u128 * 8 * 1_000_000_000 / rate_bps as u128) as u64)
 }
 
 /// Earliest time chunk-boundary `sent_bytes` may be written at `rate_bps`.
 pub fn paced_due(start: Instant, sent_bytes: u64, rate_bps: u64) -> Instant {
-    let ns = (sent_bytes as u128 * 8 * 1_000_000_000 / rate_bps as u128) as u64;
-    start + Duration::from_nanos(ns)
+    start + paced_offset(sent_bytes, rate_bps)
 }
 
 /// Writes `size` payload bytes (or forever for [`STREAM`]), paced if asked.
@@ -259,12 +306,13 @@ fn send_payload(
     payload: &[u8],
     size: u64,
     rate_bps: u64,
+    dilation: Dilation,
     stats: &ServerStats,
 ) -> io::Result<()> {
     let chunk = if rate_bps == 0 {
         payload.len() as u64
     } else {
-        paced_chunk_bytes(rate_bps)
+        paced_chunk_bytes(rate_bps, dilation)
     };
     let start = Instant::now();
     let mut sent: u64 = 0;
@@ -290,14 +338,56 @@ mod tests {
 
     #[test]
     fn paced_chunks_are_about_a_millisecond() {
-        assert_eq!(paced_chunk_bytes(500_000_000), 62_500);
-        assert_eq!(paced_chunk_bytes(10_000_000_000), PACED_CHUNK_MAX);
-        assert_eq!(paced_chunk_bytes(1_000_000), PACED_CHUNK_MIN);
+        let one = Dilation::NONE;
+        assert_eq!(paced_chunk_bytes(500_000_000, one), 62_500);
+        assert_eq!(paced_chunk_bytes(10_000_000_000, one), PACED_CHUNK_MAX);
+        assert_eq!(paced_chunk_bytes(1_000_000, one), PACED_CHUNK_MIN);
         let t = Instant::now();
         // 62 500 B at 500 Mbit/s = 1 ms.
         assert_eq!(
             paced_due(t, 62_500, 500_000_000) - t,
             Duration::from_millis(1)
         );
+    }
+
+    #[test]
+    fn a_paced_chunk_is_one_emulated_millisecond_at_every_d() {
+        // 100 KB asked at 40 Mbit/s emulated: 5 000 B per emulated ms.
+        let size = 100_000;
+        let d1 = paced_schedule(size, 40_000_000, Dilation::NONE);
+        // At D = 4 the request carries the wire rate, 10 Mbit/s.
+        let d4 = paced_schedule(size, 10_000_000, Dilation::new(4.0).unwrap());
+        // The same chunks, bytes unchanged in emulated terms …
+        let bytes = |s: &[(Duration, u64)]| s.iter().map(|c| c.1).collect::<Vec<_>>();
+        assert_eq!(bytes(&d1), vec![5_000; 20]);
+        assert_eq!(bytes(&d4), bytes(&d1));
+        // … 1 ms apart in real time at D = 1, 4 ms (1 ms emulated) at D = 4.
+        for (k, ((t1, _), (t4, _))) in d1.iter().zip(&d4).enumerate() {
+            assert_eq!(*t1, Duration::from_millis(k as u64), "chunk {k}");
+            assert_eq!(*t4, Duration::from_millis(4 * k as u64), "chunk {k}");
+        }
+        // A server not told D paces the wire rate in real milliseconds:
+        // 1 250 B (raised to the 1 448 B floor) every 1.16 ms of real time,
+        // 0.29 ms of emulated time — four times smaller bursts, four times
+        // as often.
+        let undilated = paced_schedule(size, 10_000_000, Dilation::NONE);
+        assert_eq!(undilated[0].1, PACED_CHUNK_MIN);
+        assert_eq!(undilated[1].0, Duration::from_nanos(1_158_400));
+        // Fractional D, and the bounds hold in emulated terms.
+        assert_eq!(
+            paced_chunk_bytes(16_000_000, Dilation::new(2.5).unwrap()),
+            5_000
+        );
+        assert_eq!(
+            paced_chunk_bytes(250_000_000, Dilation::new(40.0).unwrap()),
+            PACED_CHUNK_MAX
+        );
+        assert_eq!(
+            paced_chunk_bytes(25_000, Dilation::new(40.0).unwrap()),
+            PACED_CHUNK_MIN
+        );
+        // The last chunk carries the rest.
+        let s = paced_schedule(12_000, 40_000_000, Dilation::NONE);
+        assert_eq!(bytes(&s), vec![5_000, 5_000, 2_000]);
     }
 }

@@ -34,6 +34,7 @@ pub(super) fn run_combo(
     opts: &RunOptions,
     topo: &Topology,
     combo: &Combo,
+    delay: Option<Duration>,
 ) -> Result<ComboResult> {
     let dir = opts.out.join(&combo.dir);
     fs::create_dir_all(&dir)?;
@@ -44,7 +45,7 @@ pub(super) fn run_combo(
     let _ = fs::remove_file(&socket);
     // A killed switch leaves its socket file; remove it whatever happens.
     let _socket_guard = RemoveOnDrop(socket.clone());
-    let mut switch = start_switch(sc, opts, topo, combo, &dir, &socket)?;
+    let mut switch = start_switch(sc, opts, topo, combo, &dir, &socket, delay)?;
     wait_ready(&mut switch, &socket, &dir, opts)?;
     check_paths(sc, topo)?;
     let before = nstat_all(topo);
@@ -70,6 +71,9 @@ pub(super) fn run_combo(
     let (queue_samples, series) = figure_series(&dir, &names, offset, polled, combo);
     let (queue_mean_kb, queue_p99_kb) = queue_stats(&series);
     let port = busiest_port(&series).or_else(|| SojournResult::busiest_by_bytes(&switch_v));
+    let switch_totals = SwitchTotals::from_snapshot(&switch_v);
+    let mut hosts = hosts;
+    hosts.lossless_retrans = hosts.retransmitted_without_loss(switch_totals.dropped_pkts);
     let mut r = ComboResult {
         aqm: combo.aqm.clone(),
         sweep: combo.sweep,
@@ -81,7 +85,7 @@ pub(super) fn run_combo(
         queries: vec![],
         statics: vec![],
         wall_us,
-        switch: SwitchTotals::from_snapshot(&switch_v),
+        switch: switch_totals,
         hosts,
         queue_samples,
         switch_ports: names,
@@ -112,9 +116,10 @@ fn start_switch(
     combo: &Combo,
     dir: &Path,
     socket: &Path,
+    delay: Option<Duration>,
 ) -> Result<Proc> {
     let mut c = Command::new(&opts.switch_bin);
-    c.args(combo_switch_args(sc, opts, topo, combo, dir, socket));
+    c.args(combo_switch_args(sc, opts, topo, combo, dir, socket, delay));
     let out = File::create(dir.join("switch.json"))?;
     let log = File::create(dir.join("switch.log"))?;
     Proc::spawn("softswitch", c, Stdio::from(out), Stdio::from(log))
@@ -132,8 +137,9 @@ pub(super) fn combo_switch_args(
     combo: &Combo,
     dir: &Path,
     socket: &Path,
+    delay: Option<Duration>,
 ) -> Vec<String> {
-    let mut a = switch_args(sc, topo, &combo.aqm, socket, &opts.out);
+    let mut a = switch_args(sc, topo, &combo.aqm, socket, &opts.out, delay);
     a.extend([
         "--timeseries".into(),
         dir.join("switch_timeseries.csv").display().to_string(),
@@ -147,7 +153,12 @@ pub(super) fn combo_switch_args(
 }
 
 /// Waits until the stats socket answers.
-fn wait_ready(switch: &mut Proc, socket: &Path, dir: &Path, opts: &RunOptions) -> Result<()> {
+pub(super) fn wait_ready(
+    switch: &mut Proc,
+    socket: &Path,
+    dir: &Path,
+    opts: &RunOptions,
+) -> Result<()> {
     let ready = Instant::now();
     loop {
         if crate::stats::fetch(socket).is_ok() {
@@ -262,23 +273,29 @@ pub(super) fn nstat_all(topo: &Topology) -> Vec<BTreeMap<String, u64>> {
         .collect()
 }
 
-/// The hosts' TCP counters since `before`, summed; per host in `hosts.json`.
+/// The hosts' TCP counters since `before`: summed, each host's in
+/// [`HostTotals::per_host`] (and, as before, in `hosts.json`).
 fn host_totals(
     topo: &Topology,
     before: &[BTreeMap<String, u64>],
     dir: &Path,
 ) -> Result<HostTotals> {
     let after = nstat_all(topo);
+    let hosts = HostTotals::of_hosts(
+        topo.hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.name.clone(), host_delta(&before[i], &after[i]))),
+    );
     let mut hosts_json = serde_json::Map::new();
-    let mut hosts = HostTotals::default();
-    for (i, h) in topo.hosts.iter().enumerate() {
-        let d = host_delta(&before[i], &after[i]);
-        hosts.retrans_segs += d.retrans_segs;
-        hosts.timeouts += d.timeouts;
-        hosts.delivered_ce += d.delivered_ce;
-        hosts_json.insert(h.name.clone(), serde_json::to_value(&d)?);
+    for (name, d) in &hosts.per_host {
+        hosts_json.insert(name.clone(), serde_json::to_value(d)?);
     }
-    hosts_json.insert("total".into(), serde_json::to_value(&hosts)?);
+    let total = HostTotals {
+        per_host: BTreeMap::new(),
+        ..hosts.clone()
+    };
+    hosts_json.insert("total".into(), serde_json::to_value(&total)?);
     write_json(&dir.join("hosts.json"), &hosts_json)?;
     Ok(hosts)
 }
@@ -384,7 +401,7 @@ mod tests {
         let sock = Path::new("/tmp/s.sock");
         let line = |sc: &Scenario, o: &RunOptions, c: &Combo| {
             let dir = o.out.join(&c.dir);
-            combo_switch_args(sc, o, &t, c, &dir, sock).join(" ")
+            combo_switch_args(sc, o, &t, c, &dir, sock, None).join(" ")
         };
         let sc = Scenario::from_toml(INCAST, Path::new("t.toml")).unwrap();
         sc.validate().unwrap();
@@ -425,6 +442,7 @@ mod tests {
             &combos[0],
             Path::new("/r/x"),
             sock,
+            None,
         ));
         let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
         assert_eq!(cli.run.pcap.as_deref(), Some(Path::new("/r/x/pcap")));
