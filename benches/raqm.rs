@@ -58,11 +58,13 @@ fn bench_core(c: &mut Criterion) {
     let mut g = c.benchmark_group("raqm");
     g.throughput(Throughput::Elements(1));
     g.bench_function("hold+release", |b| {
-        // A sample every ns with a queue that keeps growing: CS throughout,
-        // so every ACK is held, and one α of credit releases it.
+        // A sample every ns (T = 2 ns, two samples per T) with a queue
+        // that keeps growing: CS throughout, so every ACK is held, and one
+        // α of credit releases it.
         let cfg = Config {
             idle_credit: false,
-            interval: 1,
+            interval: 2,
+            trend_samples: 2,
             ..cfg()
         };
         let (alpha, _) = cfg.alpha_n(softswitch::raqm::State::Congested);
@@ -76,10 +78,13 @@ fn bench_core(c: &mut Criterion) {
             scales: &scales,
             store: &mut st,
         };
-        p.step(1, &mut cx, &mut out, &mut dropped);
+        for now in 1..=2 {
+            cx.q_out_pkts = now as u32;
+            p.step(now, &mut cx, &mut out, &mut dropped);
+        }
         assert_eq!(p.state(), softswitch::raqm::State::Congested);
         let pkt = Packet::new(1, 54, None, 2);
-        let mut now = 1u64;
+        let mut now = 2u64;
         b.iter(|| {
             now += 1;
             cx.q_out_pkts = now as u32;

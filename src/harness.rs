@@ -698,6 +698,8 @@ mod tests {
             ports: 2,
             aqm: 9,
             rate: 5,
+            // 1 MB: room for the queue to rise.
+            buffer: 3,
             flags: 1,
             ..Choices::default()
         };
@@ -714,7 +716,10 @@ mod tests {
             }
             .build(),
         };
-        // Handshakes teach MACs (and window scales), then an incast into host 3.
+        // Handshakes teach MACs (and window scales), then an incast into
+        // host 3 that keeps arriving, a frame every 1.5 µs (one leaves per
+        // 12.3 µs): its queue rises at R-AQM's sample instants T/2 and T
+        // (T = 62.5 µs), so the port is Congested when the ACKs come.
         for s in [1, 2] {
             h.step(&seg(2, s, 3, 0));
             h.step(&seg(2, 3, s, 0));
@@ -722,8 +727,9 @@ mod tests {
         h.step(&Op::Advance(10_000));
         for k in 0..40 {
             h.step(&seg(0, 1 + k % 2, 3, 1514));
+            h.step(&Op::Advance(1_500));
         }
-        h.step(&Op::Advance(70_000));
+        h.step(&Op::Advance(5_000));
         for k in 0..10 {
             h.step(&seg(1, 3, 1 + k % 2, 0));
         }

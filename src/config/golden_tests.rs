@@ -269,6 +269,11 @@ const WITH_FILE: &[(&[&str], Option<&str>)] = &[
     (&["--config", "/nonexistent/x.toml"], None),
     (&["--ports", "a,b", "--cpu", "1", "--tx-thread"], None),
     (&["--config", "@TXT"], Some("ports = [\"a\", \"b\"]\ntx_thread = true\n")),
+    // R-AQM's trend: our size on top of the paper's words, the older
+    // two-sample reading, and samples closer than 1 ns.
+    (&["--ports", "a,b", "--aqm", "r-aqm", "--raqm-opt", "trend_min_pkts=4"], None),
+    (&["--ports", "a,b", "--aqm", "r-aqm", "--raqm-opt", "trend_samples=1", "--raqm-opt", "trend_min_pkts=4"], None),
+    (&["--ports", "a,b", "--aqm", "r-aqm", "--rtt", "12us", "--raqm-opt", "trend_samples=3001"], None),
 ];
 
 fn cases() -> Vec<(Vec<&'static str>, Option<&'static str>)> {

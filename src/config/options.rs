@@ -134,7 +134,7 @@ pub struct Options {
     /// With --aqm r-aqm: the forward-path AQM (default dctcp, the paper's "R-AQM (ECN)"); --aqm-opt sets its parameters.
     #[arg(long)]
     pub raqm_forward: Option<String>,
-    /// R-AQM parameter KEY=VALUE (repeatable), e.g. k_min_pkts=20, interval=60us, rwnd_threshold_pkts=40; `--raqm-opt help=1` lists the keys.
+    /// R-AQM parameter KEY=VALUE (repeatable), e.g. k_min_pkts=20, interval=60us (T), trend_samples=2 (samples of the queue per T; a trend is a rise or fall at each; 1: the older two-sample difference), trend_min_pkts=1 (ours: the least net change over T for a trend), rwnd_threshold_pkts=40; `--raqm-opt help=1` lists the keys.
     #[arg(long = "raqm-opt", value_name = "KEY=VALUE")]
     #[serde(skip)]
     pub raqm_opt: Vec<String>,

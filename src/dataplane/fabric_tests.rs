@@ -571,9 +571,25 @@ fn raqm_in_a_fabric_holds_the_acks_of_a_congested_host_port() {
         );
     }
     run_until(&mut c, &mut st, &mut txs, &mut now, 50 * US);
-    // Incast: 40 full frames at once, 20 from each sender, into h3's 1 Gbit/s port.
+    let interval = c.fabric().switch("leaf2").unwrap().ports()[leaf2_h3]
+        .raqm
+        .as_ref()
+        .unwrap()
+        .config()
+        .interval;
+    // Incast: 40 full frames, 20 from each sender, one every 2 µs (six
+    // times what h3's 1 Gbit/s port sends), from just before T to past 2T:
+    // the queue rises at every sample instant of [T, 2T] → CS at 2T.
     let t0 = 60 * US;
+    assert!(t0 < interval && t0 + 78 * US > 2 * interval);
     for k in 0..40u8 {
+        run_until(
+            &mut c,
+            &mut st,
+            &mut txs,
+            &mut now,
+            t0 + u64::from(k) * 2 * US,
+        );
         let h = 1 + k % 2;
         let f = tcp_frame_with_payload(
             false,
@@ -584,16 +600,11 @@ fn raqm_in_a_fabric_holds_the_acks_of_a_congested_host_port() {
             &[],
             1460,
         );
-        send(&mut c, &mut st, (h - 1) as u16, f, t0);
+        send(&mut c, &mut st, (h - 1) as u16, f, now);
     }
-    now = t0;
-    let interval = c.fabric().switch("leaf2").unwrap().ports()[leaf2_h3]
-        .raqm
-        .as_ref()
-        .unwrap()
-        .config()
-        .interval;
-    let t_ack = t0 + interval + 1_000;
+    // Just after the last frame, in CS until the decision at 3T.
+    let t_ack = t0 + 79 * US;
+    assert!(t_ack < 3 * interval);
     run_until(&mut c, &mut st, &mut txs, &mut now, t_ack);
     let delivered = txs.iter().filter(|t| t.1 == 2 && t.2.len() == 1514).count();
     assert!(

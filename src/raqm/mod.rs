@@ -29,21 +29,66 @@
 //!   describes ("α … the number of tokens consumed").
 //! * **Bucket depth** (paper silent): `bucket_bytes` = α_CS, the least that
 //!   lets CS ever release; a token bucket never holds more than its depth.
-//! * **State machine** (§IV-C, Fig. 5): every `interval` T the port's output
-//!   queue length q (packets, all queues) is compared with its value one T
-//!   earlier. Growing by ≥ `trend_min_pkts` → CS "no matter how long the
-//!   current queue is" (burst); shrinking by ≥ `trend_min_pkts` → DS ("the
-//!   burst has ended"); otherwise by thresholds: q > K_max → CS, q < K_min →
-//!   DS ("the forward queue is about to empty"), else NS ("the steady
-//!   state"; "K_max and K_min represent the maximum and minimum values in
-//!   the steady state", §IV-F). Fig. 5 itself is not in the text; this is
-//!   its reading from §IV-C and §IV-F. The paper gives no size for "the
-//!   queue continues to grow / decline"; `trend_min_pkts` = 1 packet by
-//!   default. Where T is only a frame time or two (T = 62.5 µs at
-//!   250 Mbit/s) a 1-packet change is arrival jitter and the state flips
-//!   between CS and DS on it, holding little; measured in BENCHMARKS.md
-//!   ("R-AQM incast with the paper's hosts"), where 4 packets restores the
-//!   paper's behaviour.
+//! * **State machine** (§IV-C, Fig. 5). The paper: "First, it calculates
+//!   whether the queue length continues to grow or decline in time T. If
+//!   the queue continues to grow, there will be a burst, so no matter how
+//!   long the current queue is, it should trigger an active buffer […]. If
+//!   the queue length continues to decrease, it means that the burst has
+//!   ended. […] When the network state is stable, just like the traditional
+//!   AQM, it can be determined by the threshold", and of an incast: "the
+//!   queue length will continue to grow without any fluctuation". We read
+//!   "continues to" over the samples within T: P's output queue length q
+//!   (packets, all queues) is sampled `trend_samples` = k times per
+//!   `interval` T, every T/k on a grid from the port's start, and at each T
+//!   boundary the k + 1 samples spanning the T just ended decide
+//!   ([`trend`], [`next_state`]):
+//!   - q rose strictly at every step → CS, "no matter how long the current
+//!     queue is" (the burst);
+//!   - q fell strictly at every step → DS ("the burst has ended");
+//!   - anything else — flat, or up over T with a dip in between — by the
+//!     thresholds: q > K_max → CS, q < K_min → DS ("the forward queue is
+//!     about to empty"), else NS ("the steady state"; "K_max and K_min
+//!     represent the maximum and minimum values in the steady state",
+//!     §IV-F). Fig. 5 itself is not in the text; this is its reading from
+//!     §IV-C and §IV-F.
+//!
+//!   *Once per T*, not at every sample over a sliding window of T: the
+//!   paper calculates the trend "in time T", and T is the period of the
+//!   state update that §IV-F tunes (0.2–0.6·RTT); a sliding window would
+//!   decide k times per T.
+//!
+//!   *k = 2 by default* (the paper gives no number of samples): the least k
+//!   that looks inside T — k = 1 sees two samples and no fluctuation
+//!   between them — and, at the paper's own settings, the largest k for
+//!   which a queue draining at line rate is always seen to "continue to
+//!   decrease". At C = 10 Gbit/s a 1514-B frame takes 1.2 µs and T = 3 µs
+//!   is 2.5 frame times: every step of T/2 = 1.5 µs holds a departure;
+//!   with k = 3 a step (1 µs) can hold none and be flat, so a drain with
+//!   nothing arriving is seen falling only for some phases of its
+//!   departures, and with k ≥ 4 never (T holds at most 3 departures, k
+//!   steps need k). (With the 1 Gbit/s defaults T is 5.2 frame times. At
+//!   250 Mbit/s with T = 62.5 µs, 1.3 frame times, a drain falls in both
+//!   halves of T only when its departures fall so, and K_min catches the
+//!   rest.)
+//!
+//!   *Missed samples* (an idle port, a late poll): a sample is q at the
+//!   first step at or after its instant. Instants passed without a step
+//!   are not replayed and have no sample: a window that lacks one has no
+//!   trend (the thresholds decide), and the step from the last sample
+//!   across the gap never counts; the grid goes on from the latest instant
+//!   passed. [`RaqmPort::next_event`] wakes the port at every instant
+//!   while P's egress or VIQ holds packets or the last samples were not 0.
+//!
+//!   *Ours, not the paper's*: `trend_min_pkts` (default 1: no condition
+//!   beyond strict monotonicity) — q's net change over T must also be at
+//!   least this many packets. `trend_samples` = 1 is the **older reading**,
+//!   a difference of two samples one T apart (≥ `trend_min_pkts` growing →
+//!   CS, shrinking → DS), which compares with the last sample taken even
+//!   across missed ones, as it always did. Where T is only a frame time or
+//!   two (T = 62.5 µs at 250 Mbit/s) a 1-packet difference is arrival
+//!   jitter and that reading flips between CS and DS on it, holding little;
+//!   measured in BENCHMARKS.md ("R-AQM incast with the paper's hosts"),
+//!   where a difference of 4 packets restored the paper's behaviour.
 //! * **When ACKs are held**: an ACK goes into the VIQ when P is in CS or the
 //!   VIQ already holds ACKs (FIFO order within the port, so within every
 //!   flow); in NS / DS with an empty VIQ it passes at once ("R-AQM is only
@@ -71,7 +116,8 @@
 //!
 //! Defaults scaled from C and RTT (§IV-F "Parameters Guidance"): K_min =
 //! 1·BDP, K_max = 2·BDP (BDP = C·RTT in 1514-B frames, at least 2 / 4),
-//! T = 0.25·RTT (the simulations' 3 µs at 12 µs, within 0.2–0.6·RTT).
+//! T = 0.25·RTT (the simulations' 3 µs at 12 µs, within 0.2–0.6·RTT),
+//! sampled twice per T (see the state machine above).
 
 pub mod wscale;
 
@@ -125,7 +171,12 @@ pub struct Config {
     /// T, the trend interval (§IV-F: 0.2–0.6·RTT).
     #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
     pub interval: Nanos,
-    /// Change of q over T, packets, that counts as growing / shrinking.
+    /// Samples of q per T (k ≥ 1, T/k ≥ 1 ns): the trend is read from the
+    /// k + 1 samples spanning T, "continues to grow / decline" = strictly
+    /// at every step (§IV-C); 1 is the older two-sample difference.
+    pub trend_samples: u32,
+    /// Ours, not the paper's: q's net change over T must also be at least
+    /// this many packets to count as a trend (1: no further condition).
     pub trend_min_pkts: u32,
     /// α_1 (NS), bytes of departed frames per release.
     pub alpha_normal: u64,
@@ -176,6 +227,7 @@ impl Config {
             k_min_pkts: k_min,
             k_max_pkts: (2 * bdp_pkts).max(k_min + 2),
             interval: scale_ns(rtt_ns, 0.25).max(1),
+            trend_samples: 2,
             trend_min_pkts: 1,
             alpha_normal: FULL_FRAME_BYTES,
             n_normal: 1,
@@ -205,6 +257,16 @@ impl Config {
         }
         if self.interval == 0 {
             return Err("r-aqm: interval must be > 0".into());
+        }
+        if self.trend_samples == 0 {
+            return Err("r-aqm: trend_samples must be ≥ 1".into());
+        }
+        if u64::from(self.trend_samples) > self.interval {
+            return Err(format!(
+                "r-aqm: trend_samples ({}) samples per interval ({}) would be less than 1 ns apart",
+                self.trend_samples,
+                fmt_duration(self.interval)
+            ));
         }
         if self.trend_min_pkts == 0 {
             return Err("r-aqm: trend_min_pkts must be ≥ 1".into());
@@ -247,6 +309,26 @@ impl Config {
         }
     }
 
+    /// The trend rule in words, for [`describe`](Self::describe).
+    fn describe_trend(&self) -> String {
+        let net = if self.trend_min_pkts > 1 {
+            format!(" and by ≥ {} pkts over T (ours)", self.trend_min_pkts)
+        } else {
+            String::new()
+        };
+        if self.trend_samples == 1 {
+            format!(
+                "trend: 2 samples one T apart differ by ≥ {} pkt(s) (trend_samples=1, the older reading)",
+                self.trend_min_pkts
+            )
+        } else {
+            format!(
+                "trend: q rises / falls at each of {} samples per T{net}",
+                self.trend_samples
+            )
+        }
+    }
+
     /// One line with the effective values, for the start-up banner.
     pub fn describe(&self) -> String {
         let opt = |v: u32| {
@@ -257,11 +339,11 @@ impl Config {
             }
         };
         format!(
-            "r-aqm (R-AQM paper §IV): K_min {} / K_max {} pkts, T {}, trend ≥ {} pkt(s); α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}; ACKs to the top-priority queue {}",
+            "r-aqm (R-AQM paper §IV): K_min {} / K_max {} pkts, T {}, {}; α/n NS {}/{} DS {}/{} CS {}/{} B; bucket {} B; VIQ {} ACKs, stale {}; idle credit {}; ECE {}; rwnd=1 MSS ({} B) {}; ACKs to the top-priority queue {}",
             self.k_min_pkts,
             self.k_max_pkts,
             fmt_duration(self.interval),
-            self.trend_min_pkts,
+            self.describe_trend(),
             self.alpha_normal,
             self.n_normal,
             self.alpha_draining,
@@ -321,8 +403,12 @@ impl Config {
             "T, the queue-trend interval, time (§IV-F: 0.2–0.6·RTT)",
         ),
         (
+            "trend_samples",
+            "samples of the queue per T; a trend is a strict rise (fall) at every one (§IV-C: \"continues to grow or decline in time T\"); 1: the older two-sample difference",
+        ),
+        (
             "trend_min_pkts",
-            "change of the queue over T that counts as growing / shrinking, packets",
+            "ours, not the paper's: the least net change of the queue over T that counts as a trend, packets",
         ),
         (
             "alpha_normal",
@@ -407,18 +493,159 @@ impl Config {
     }
 }
 
-/// The next state from the queue length now and one T ago (§IV-C, Fig. 5).
-pub fn next_state(cfg: &Config, q_prev: u32, q_now: u32) -> State {
-    if q_now >= q_prev.saturating_add(cfg.trend_min_pkts) {
-        State::Congested
-    } else if q_now.saturating_add(cfg.trend_min_pkts) <= q_prev {
-        State::Draining
-    } else if q_now > cfg.k_max_pkts {
-        State::Congested
-    } else if q_now < cfg.k_min_pkts {
-        State::Draining
+/// What q did over T (§IV-C).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trend {
+    /// "The queue continues to grow": a burst.
+    Growing,
+    /// "The queue length continues to decrease": the burst has ended.
+    Declining,
+    /// Neither: the thresholds decide.
+    Neither,
+}
+
+/// The trend of `window`, the samples of q spanning one T, oldest first
+/// (k + 1 of them for `trend_samples` = k): growing iff q rose strictly at
+/// every step and by at least `trend_min_pkts` over the window, declining
+/// likewise; a flat step, a dip or fewer than two samples: neither.
+pub fn trend(cfg: &Config, window: &[u32]) -> Trend {
+    if window.len() < 2 {
+        return Trend::Neither;
+    }
+    let (first, last) = (window[0], window[window.len() - 1]);
+    let m = cfg.trend_min_pkts;
+    if window.windows(2).all(|w| w[1] > w[0]) && last >= first.saturating_add(m) {
+        Trend::Growing
+    } else if window.windows(2).all(|w| w[1] < w[0]) && last.saturating_add(m) <= first {
+        Trend::Declining
     } else {
-        State::Normal
+        Trend::Neither
+    }
+}
+
+/// The state for a trend and the queue length now (§IV-C, Fig. 5): the
+/// trend first ("no matter how long the current queue is"), then K_max /
+/// K_min.
+pub fn state_for(cfg: &Config, trend: Trend, q_now: u32) -> State {
+    match trend {
+        Trend::Growing => State::Congested,
+        Trend::Declining => State::Draining,
+        Trend::Neither if q_now > cfg.k_max_pkts => State::Congested,
+        Trend::Neither if q_now < cfg.k_min_pkts => State::Draining,
+        Trend::Neither => State::Normal,
+    }
+}
+
+/// The next state from the samples of q spanning the T just ended, oldest
+/// first, the last one q now (see [`trend`], [`state_for`]).
+pub fn next_state(cfg: &Config, window: &[u32]) -> State {
+    state_for(cfg, trend(cfg, window), window.last().copied().unwrap_or(0))
+}
+
+/// The samples of q on one port (§IV-C): k per T on a grid from the port's
+/// start (instant j at `origin + ⌊j·T/k⌋`), each q at the first step at or
+/// after its instant; missed instants have no sample (see the header). It
+/// keeps what the trend of the last window needs, not the samples.
+#[derive(Clone, Debug)]
+struct Sampler {
+    origin: Nanos,
+    interval: Nanos,
+    k: u64,
+    /// The next instant's index, and the instant.
+    next_j: u64,
+    next_at: Nanos,
+    /// The last sample taken (at the origin: 0, the empty port).
+    last: u32,
+    /// The sample at the last T boundary: the first of the current window.
+    window_start: u32,
+    /// Consecutive strictly rising / falling steps ending at `last` (≤ k).
+    rising: u64,
+    falling: u64,
+}
+
+impl Sampler {
+    fn new(cfg: &Config, now: Nanos) -> Self {
+        let interval = cfg.interval.max(1);
+        // Unvalidated configurations: at most one instant per ns.
+        let k = u64::from(cfg.trend_samples).clamp(1, interval);
+        let mut s = Sampler {
+            origin: now,
+            interval,
+            k,
+            next_j: 1,
+            next_at: 0,
+            last: 0,
+            window_start: 0,
+            rising: 0,
+            falling: 0,
+        };
+        s.next_at = s.at(1);
+        s
+    }
+
+    /// Instant j.
+    fn at(&self, j: u64) -> Nanos {
+        let off = u128::from(j) * u128::from(self.interval) / u128::from(self.k);
+        self.origin
+            .saturating_add(off.min(u128::from(Nanos::MAX)) as Nanos)
+    }
+
+    /// The last instant at or before `now` (`now ≥ origin`): the largest j
+    /// with ⌊j·T/k⌋ ≤ now − origin.
+    fn latest(&self, now: Nanos) -> u64 {
+        let d = u128::from(now - self.origin);
+        let j = ((d + 1) * u128::from(self.k) - 1) / u128::from(self.interval);
+        j.min(u128::from(u64::MAX)) as u64
+    }
+
+    /// Takes q as the sample of the latest instant at or before `now`, if
+    /// one is due; at a T boundary, the trend of the window it closes.
+    fn sample(&mut self, cfg: &Config, q: u32, now: Nanos) -> Option<Trend> {
+        if now < self.next_at {
+            return None;
+        }
+        let j = self.latest(now).max(self.next_j);
+        let missed = j > self.next_j;
+        if missed && self.k > 1 {
+            // The step across missed instants was not seen.
+            self.rising = 0;
+            self.falling = 0;
+        } else if q > self.last {
+            self.rising = (self.rising + 1).min(self.k);
+            self.falling = 0;
+        } else if q < self.last {
+            self.falling = (self.falling + 1).min(self.k);
+            self.rising = 0;
+        } else {
+            self.rising = 0;
+            self.falling = 0;
+        }
+        self.last = q;
+        // A T boundary (a multiple of k) among the instants passed. Without
+        // missed instants it is j itself, and the k steps of a full run are
+        // the window's; with them (k > 1) there is no run.
+        let boundary = (j / self.k) * self.k >= self.next_j;
+        self.next_j = j + 1;
+        self.next_at = self.at(self.next_j);
+        if !boundary {
+            return None;
+        }
+        let m = cfg.trend_min_pkts;
+        let t = if self.rising >= self.k && q >= self.window_start.saturating_add(m) {
+            Trend::Growing
+        } else if self.falling >= self.k && q.saturating_add(m) <= self.window_start {
+            Trend::Declining
+        } else {
+            Trend::Neither
+        };
+        self.window_start = q;
+        Some(t)
+    }
+
+    /// Whether the window in progress holds a queue (the port must be
+    /// woken at the next instant to see it empty).
+    fn nonzero(&self) -> bool {
+        self.last > 0 || self.window_start > 0
     }
 }
 
@@ -519,8 +746,7 @@ pub struct RaqmPort {
     bucket: Bucket,
     state: State,
     state_since: Nanos,
-    q_prev: u32,
-    next_sample: Nanos,
+    sampler: Sampler,
     /// While P's egress is empty and the VIQ is not: (start, bytes credited since).
     idle_anchor: Option<(Nanos, u64)>,
     /// Counters.
@@ -531,7 +757,7 @@ impl RaqmPort {
     /// Port state for a port of link rate `rate`, starting at `now` in NS.
     pub fn new(cfg: Config, rate: Rate, now: Nanos) -> Self {
         let bucket = Bucket::empty(cfg.bucket_bytes as u128);
-        let next_sample = now.saturating_add(cfg.interval);
+        let sampler = Sampler::new(&cfg, now);
         RaqmPort {
             viq: VecDeque::with_capacity(cfg.viq_limit_pkts.min(4096) as usize),
             cfg,
@@ -539,8 +765,7 @@ impl RaqmPort {
             bucket,
             state: State::Normal,
             state_since: now,
-            q_prev: 0,
-            next_sample,
+            sampler,
             idle_anchor: None,
             counters: PortCounters::default(),
         }
@@ -633,14 +858,9 @@ impl RaqmPort {
         out: &mut Vec<(u16, Packet)>,
         dropped: &mut Vec<Packet>,
     ) {
-        if now >= self.next_sample {
-            let s = next_state(&self.cfg, self.q_prev, q_out_pkts);
-            self.set_state(s, now);
-            self.q_prev = q_out_pkts;
-            // Missed samples (an idle port, a late poll) are not replayed:
-            // the next one is one T after the boundary just passed.
-            let late = (now - self.next_sample) / self.cfg.interval;
-            self.next_sample += (late + 1) * self.cfg.interval;
+        // Missed instants (an idle port, a late poll) are not replayed.
+        if let Some(t) = self.sampler.sample(&self.cfg, q_out_pkts, now) {
+            self.set_state(state_for(&self.cfg, t, q_out_pkts), now);
         }
         if self.viq.is_empty() {
             self.idle_anchor = None;
@@ -685,14 +905,15 @@ impl RaqmPort {
         }
     }
 
-    /// When [`step`](Self::step) next has work: a T boundary (while the VIQ
-    /// holds ACKs or P's egress holds packets), the oldest ACK going stale,
+    /// When [`step`](Self::step) next has work: the next sample instant
+    /// (while the VIQ holds ACKs, P's egress holds packets or the window in
+    /// progress saw a queue), the oldest ACK going stale,
     /// the bucket reaching α while idle credit runs, or now (tokens ready).
     pub fn next_event(&self, q_out_pkts: u32, now: Nanos) -> Option<Nanos> {
         let mut t: Option<Nanos> = None;
         let mut at = |x: Nanos| t = Some(t.map_or(x, |t: Nanos| t.min(x)));
-        if q_out_pkts > 0 || !self.viq.is_empty() || self.q_prev > 0 {
-            at(self.next_sample);
+        if q_out_pkts > 0 || !self.viq.is_empty() || self.sampler.nonzero() {
+            at(self.sampler.next_at);
         }
         let Some(head) = self.viq.front() else {
             return t;

@@ -101,9 +101,18 @@ fn incast_acks_are_held_and_data_is_not_delayed() {
                 "both directions of both flows"
             );
         }
-        // Incast: 40 full-sized data frames, 20 from each sender, at once.
+        // Incast: 40 full-sized data frames, 20 from each sender, one every
+        // 2 µs (six times the 12.3 µs a frame takes to leave): P's queue
+        // rises at every sample instant (T/2 = 31.25 µs) for 80 µs.
         let t0 = 20 * US;
         for k in 0..40u8 {
+            run_until(
+                &mut sw,
+                &mut st,
+                &mut txs,
+                t0 + u64::from(k) * 2 * US,
+                &mut now,
+            );
             let s = 1 + k % 2;
             let f = tcp_frame_with_payload(
                 false,
@@ -115,11 +124,13 @@ fn incast_acks_are_held_and_data_is_not_delayed() {
                 1460,
             );
             assert_eq!(f.len(), 1514);
-            send(&mut sw, &mut st, (s - 1) as u16, f, t0);
+            send(&mut sw, &mut st, (s - 1) as u16, f, now);
         }
-        now = t0;
-        // One T later the queue has grown: CS. The receiver ACKs every frame it got.
-        let t_ack = t0 + cfg.interval + 1_000;
+        // The queue rose at the instants T/2 and T (0, 4, 17 or so): CS
+        // from T = 62.5 µs to the next decision at 2T. Just after the last
+        // frame the receiver ACKs every frame it got.
+        let t_ack = t0 + 81 * US;
+        assert!(cfg.interval < t_ack && t_ack < 2 * cfg.interval);
         run_until(&mut sw, &mut st, &mut txs, t_ack, &mut now);
         let delivered_before = txs.iter().filter(|t| t.1 == 2 && t.2.len() == 1514).count();
         for k in 0..delivered_before as u32 {
@@ -219,13 +230,17 @@ fn a_full_viq_is_its_own_drop_reason() {
         tcp_frame(false, (1, 2), (40000, 5201), flags::ACK, 502, &[]),
         0,
     );
-    // Ten data frames for P at once: at T its queue has grown → CS.
-    for _ in 0..10 {
-        let f = tcp_frame_with_payload(false, (1, 2), (40000, 5201), flags::ACK, 502, &[], 1460);
-        send(&mut sw, &mut st, 0, f, 1);
-    }
+    // Data frames for P in two bursts, five, then ten more after the
+    // sample at T/2: its queue rose at both instants of T → CS.
     let mut sent = Vec::new();
-    sw.poll(cfg.interval, &mut st, |_, pkt| sent.push(pkt));
+    for (n, at) in [(5, 1), (10, cfg.interval / 2 + 1)] {
+        for _ in 0..n {
+            let f =
+                tcp_frame_with_payload(false, (1, 2), (40000, 5201), flags::ACK, 502, &[], 1460);
+            send(&mut sw, &mut st, 0, f, at);
+        }
+        sw.poll(at - 1 + cfg.interval / 2, &mut st, |_, pkt| sent.push(pkt));
+    }
     let raqm = |sw: &Switch<DropTail>| sw.ports()[1].raqm.clone().unwrap();
     assert_eq!(raqm(&sw).state(), State::Congested);
     // Three ACKs from the receiver: two held, the third finds the VIQ full.

@@ -1,5 +1,7 @@
 //! R-AQM tests: the state machine and Algorithm 1 step by step on a manual
-//! clock (R-AQM paper §IV-B, §IV-C, §IV-D), the header rewrites on byte
+//! clock (R-AQM paper §IV-B, §IV-C, §IV-D) — the trend read from the
+//! samples within T, its older two-sample reading (`trend_samples = 1`)
+//! against a copy of that code, missed samples —, the header rewrites on byte
 //! fixtures (IPv4 / IPv6, with and without window scaling, checksums against
 //! a full recomputation), and random operation sequences with invariants.
 
@@ -14,9 +16,27 @@ use proptest::prelude::*;
 const F: u64 = FULL_FRAME_BYTES;
 
 /// 1 Gbit/s, RTT 250 µs: BDP = 31 250 B ≈ 21 frames → K_min 21, K_max 42,
-/// T = 62.5 µs, ECE above 21 packets.
+/// T = 62.5 µs sampled every T/2 = 31.25 µs, ECE above 21 packets.
 fn cfg() -> Config {
     Config::for_link(Rate::gbit(1), 250 * US)
+}
+
+/// [`cfg`] with the older two-sample trend.
+fn cfg1() -> Config {
+    Config {
+        trend_samples: 1,
+        ..cfg()
+    }
+}
+
+/// Drives a port started at 0 into CS the paper's way: q rises at every
+/// sample instant of the first T, to `q` (≥ k) at T.
+fn congest(p: &mut RaqmPort, q: u32) {
+    let (t, k) = (p.config().interval, u64::from(p.config().trend_samples));
+    for j in 1..=k {
+        step(p, (u64::from(q) * j / k) as u32, t * j / k);
+    }
+    assert_eq!(p.state(), State::Congested, "a burst over T");
 }
 
 fn ack(id: u64, flow: u32) -> Packet {
@@ -55,6 +75,11 @@ fn defaults_follow_section_iv_f() {
     let c = cfg();
     assert_eq!((c.k_min_pkts, c.k_max_pkts), (21, 42));
     assert_eq!(c.interval, 62_500);
+    assert_eq!(
+        (c.trend_samples, c.trend_min_pkts),
+        (2, 1),
+        "the paper's words: strict at each of 2 steps, no size of ours"
+    );
     assert_eq!(c.stale, 5_000_000);
     assert_eq!(c.viq_limit_pkts, 500);
     // α/n = 1, 0.5, 10 (§IV-F, §VI-A).
@@ -74,6 +99,23 @@ fn defaults_follow_section_iv_f() {
     let mut bad = c.clone();
     bad.alpha_congested = c.bucket_bytes + 1;
     assert!(bad.validate().unwrap_err().contains("bucket_bytes"));
+    // k ≥ 1, and the samples at least 1 ns apart.
+    let mut bad = c.clone();
+    bad.trend_samples = 0;
+    assert!(bad.validate().unwrap_err().contains("trend_samples"));
+    let tight = Config {
+        interval: 3_000,
+        trend_samples: 3_000,
+        ..c.clone()
+    };
+    tight.validate().unwrap();
+    let e = Config {
+        trend_samples: 3_001,
+        ..tight
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.contains("trend_samples") && e.contains("1 ns"), "{e}");
 }
 
 /// `--raqm-opt help=1` lists every key of the parameters, none that is not
@@ -126,34 +168,118 @@ fn help_lists_every_key_with_its_value_and_meaning() {
     assert_eq!(cfg().with_overrides(&back).unwrap(), c);
 }
 
-/// §IV-C / Fig. 5: trend first ("no matter how long the current queue is"),
-/// then thresholds.
+/// §IV-C in the paper's words, on the samples spanning T (k = 2 and 4):
+/// "continues to grow" = strictly at every step → CS "no matter how long
+/// the current queue is"; "continues to decrease" → DS; otherwise the
+/// thresholds.
 #[test]
-fn state_transitions_from_length_and_trend() {
+fn trend_is_read_from_the_samples_within_t() {
     let c = cfg();
-    // Growing by ≥ 1 packet over T → CS even with a tiny queue.
-    assert_eq!(next_state(&c, 0, 1), State::Congested);
-    assert_eq!(next_state(&c, 30, 31), State::Congested);
-    // Shrinking → DS even when long.
-    assert_eq!(next_state(&c, 100, 99), State::Draining);
-    // Stable: thresholds.
-    assert_eq!(next_state(&c, 50, 50), State::Congested, "q > K_max");
-    assert_eq!(next_state(&c, 42, 42), State::Normal, "q = K_max is steady");
-    assert_eq!(next_state(&c, 30, 30), State::Normal);
-    assert_eq!(next_state(&c, 21, 21), State::Normal, "q = K_min is steady");
-    assert_eq!(next_state(&c, 20, 20), State::Draining, "about to empty");
-    assert_eq!(next_state(&c, 0, 0), State::Draining);
-    // A dead band of 3 packets.
-    let c3 = Config {
+    let c4 = Config {
+        trend_samples: 4,
+        ..cfg()
+    };
+    // A burst: q rises at every sample → CS, short or long.
+    assert_eq!(trend(&c, &[0, 1, 2]), Trend::Growing);
+    assert_eq!(next_state(&c, &[0, 1, 2]), State::Congested, "q < K_min");
+    assert_eq!(next_state(&c, &[30, 31, 33]), State::Congested);
+    assert_eq!(next_state(&c4, &[0, 3, 9, 14, 15]), State::Congested);
+    // Up over T but with a dip in between (jitter): no trend, the
+    // thresholds decide — where the two-sample difference said CS.
+    assert_eq!(trend(&c, &[30, 29, 31]), Trend::Neither);
+    assert_eq!(next_state(&c, &[30, 29, 31]), State::Normal);
+    assert_eq!(next_state(&c4, &[30, 32, 31, 33, 34]), State::Normal);
+    assert_eq!(
+        next_state(&c4, &[5, 6, 5, 7, 9]),
+        State::Draining,
+        "q < K_min"
+    );
+    assert_eq!(next_state(&cfg1(), &[30, 31]), State::Congested);
+    assert_eq!(next_state(&cfg1(), &[5, 9]), State::Congested);
+    // Down at every sample → DS, even far above K_max.
+    assert_eq!(trend(&c, &[200, 150, 100]), Trend::Declining);
+    assert_eq!(next_state(&c, &[200, 150, 100]), State::Draining);
+    assert_eq!(next_state(&c4, &[104, 103, 102, 101, 100]), State::Draining);
+    // Down over T with a bump: thresholds.
+    assert_eq!(
+        next_state(&c, &[200, 201, 100]),
+        State::Congested,
+        "q > K_max"
+    );
+    // Flat, wholly or at one step: thresholds.
+    assert_eq!(next_state(&c, &[50, 50, 50]), State::Congested, "q > K_max");
+    assert_eq!(next_state(&c, &[30, 30, 30]), State::Normal);
+    assert_eq!(next_state(&c, &[10, 10, 10]), State::Draining, "q < K_min");
+    assert_eq!(next_state(&c, &[29, 30, 30]), State::Normal);
+    assert_eq!(next_state(&c, &[31, 30, 30]), State::Normal);
+    assert_eq!(next_state(&c4, &[0, 0, 1, 2, 3]), State::Draining);
+    // No window, one sample: no trend.
+    assert_eq!(trend(&c, &[]), Trend::Neither);
+    assert_eq!(trend(&c, &[7]), Trend::Neither);
+}
+
+/// `trend_min_pkts`, ours: on top of strict monotonicity the net change
+/// over T must reach it; short of it the thresholds decide.
+#[test]
+fn trend_min_pkts_is_a_further_condition() {
+    let c = Config {
         trend_min_pkts: 3,
         ..cfg()
     };
-    assert_eq!(next_state(&c3, 30, 32), State::Normal);
-    assert_eq!(next_state(&c3, 30, 33), State::Congested);
-    assert_eq!(next_state(&c3, 30, 27), State::Draining);
+    assert_eq!(next_state(&c, &[30, 31, 32]), State::Normal, "net +2 < 3");
+    assert_eq!(next_state(&c, &[30, 31, 33]), State::Congested, "net +3");
+    assert_eq!(next_state(&c, &[30, 29, 27]), State::Draining, "net −3");
+    assert_eq!(
+        next_state(&c, &[50, 49, 48]),
+        State::Congested,
+        "net −2: q > K_max"
+    );
+    assert_eq!(
+        next_state(&c, &[10, 11, 12]),
+        State::Draining,
+        "net +2: q < K_min"
+    );
+    // A large net change does not make a dip a trend.
+    assert_eq!(next_state(&c, &[10, 9, 40]), State::Normal);
 }
 
-/// An incast burst through one port, T by T, following Algorithm 1.
+/// The older reading (`trend_samples = 1`): the difference of two samples
+/// one T apart, trend first, then thresholds — its cases as they were.
+#[test]
+fn state_transitions_from_length_and_trend() {
+    let c = cfg1();
+    // Growing by ≥ 1 packet over T → CS even with a tiny queue.
+    assert_eq!(next_state(&c, &[0, 1]), State::Congested);
+    assert_eq!(next_state(&c, &[30, 31]), State::Congested);
+    // Shrinking → DS even when long.
+    assert_eq!(next_state(&c, &[100, 99]), State::Draining);
+    // Stable: thresholds.
+    assert_eq!(next_state(&c, &[50, 50]), State::Congested, "q > K_max");
+    assert_eq!(
+        next_state(&c, &[42, 42]),
+        State::Normal,
+        "q = K_max is steady"
+    );
+    assert_eq!(next_state(&c, &[30, 30]), State::Normal);
+    assert_eq!(
+        next_state(&c, &[21, 21]),
+        State::Normal,
+        "q = K_min is steady"
+    );
+    assert_eq!(next_state(&c, &[20, 20]), State::Draining, "about to empty");
+    assert_eq!(next_state(&c, &[0, 0]), State::Draining);
+    // A dead band of 3 packets.
+    let c3 = Config {
+        trend_min_pkts: 3,
+        ..cfg1()
+    };
+    assert_eq!(next_state(&c3, &[30, 32]), State::Normal);
+    assert_eq!(next_state(&c3, &[30, 33]), State::Congested);
+    assert_eq!(next_state(&c3, &[30, 27]), State::Draining);
+}
+
+/// An incast burst through one port, sample by sample (two per T, at T/2
+/// and T), following §IV-C and Algorithm 1.
 #[test]
 fn algorithm_1_step_by_step() {
     let c = Config {
@@ -161,6 +287,7 @@ fn algorithm_1_step_by_step() {
         ..cfg()
     };
     let t = c.interval;
+    let h = t / 2;
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
     let mut id = 0;
     let mut offer = |p: &mut RaqmPort, now| {
@@ -171,9 +298,12 @@ fn algorithm_1_step_by_step() {
     assert!(matches!(offer(&mut p, 10), Offer::Pass(_)));
     let (out, _) = step(&mut p, 3, 20);
     assert!(out.is_empty());
-    assert_eq!(p.state(), State::Normal, "no sample before T");
+    // The sample at T/2 is taken; the state waits for T.
+    assert_eq!(p.next_event(3, 20), Some(h), "the next sample instant");
+    step(&mut p, 2, h);
+    assert_eq!(p.state(), State::Normal, "no decision before T");
 
-    // t = T: q went 0 → 3: growing → CS, whatever the length.
+    // t = T: q went 0, 2, 3: rose at every sample → CS, whatever the length.
     step(&mut p, 3, t);
     assert_eq!(p.state(), State::Congested);
     // In CS every ACK is held.
@@ -194,10 +324,13 @@ fn algorithm_1_step_by_step() {
     assert_eq!(out[0].1.frame, 2, "FIFO: the first held ACK");
     assert_eq!(p.tokens(), 0);
 
-    // t = 2T: q 3 → 30 still growing → CS.
+    // t = 2T: q 3, 20, 30 still growing → CS.
+    step(&mut p, 20, t + h);
     step(&mut p, 30, 2 * t);
     assert_eq!(p.state(), State::Congested);
-    // t = 3T: 30 → 25 shrinking → DS: α_2 = 1 frame for n_2 = 2 ACKs.
+    // t = 3T: 30, 28, 25 shrinking → DS: α_2 = 1 frame for n_2 = 2 ACKs.
+    step(&mut p, 28, 2 * t + h);
+    assert_eq!(p.state(), State::Congested, "mid-T: no decision");
     step(&mut p, 25, 3 * t);
     assert_eq!(p.state(), State::Draining);
     p.on_departure(F);
@@ -211,7 +344,9 @@ fn algorithm_1_step_by_step() {
     p.on_departure(F / 2);
     assert!(step(&mut p, 24, 3 * t + 2).0.is_empty());
 
-    // t = 4T: 25 → 25 stable, K_min ≤ q ≤ K_max → NS: one ACK per frame.
+    // t = 4T: 25, 24, 25 — neither trend (a dip, no change over T);
+    // K_min ≤ q ≤ K_max → NS: one ACK per frame.
+    step(&mut p, 24, 3 * t + h);
     step(&mut p, 25, 4 * t);
     assert_eq!(p.state(), State::Normal);
     p.on_departure(F); // 1.5 frames of tokens now
@@ -221,16 +356,18 @@ fn algorithm_1_step_by_step() {
     // NS with a non-empty VIQ: ACKs still queue behind the held ones (FIFO).
     assert_eq!(offer(&mut p, 4 * t + 2), Offer::Held);
 
-    // t = 5T: 25 → 50 growing → CS; 6T: 50 stable > K_max → CS;
-    // 7T: 10 → DS; 8T: 10 stable < K_min → DS.
-    step(&mut p, 50, 5 * t);
-    assert_eq!(p.state(), State::Congested);
-    step(&mut p, 50, 6 * t);
-    assert_eq!(p.state(), State::Congested);
-    step(&mut p, 10, 7 * t);
-    assert_eq!(p.state(), State::Draining);
-    step(&mut p, 10, 8 * t);
-    assert_eq!(p.state(), State::Draining);
+    // 5T: 25, 40, 50 growing → CS; 6T: 50, 50, 50 flat > K_max → CS;
+    // 7T: 50, 30, 10 shrinking → DS; 8T: 10, 10, 10 flat < K_min → DS.
+    for (q_half, q_t, at, want) in [
+        (40, 50, 5, State::Congested),
+        (50, 50, 6, State::Congested),
+        (30, 10, 7, State::Draining),
+        (10, 10, 8, State::Draining),
+    ] {
+        step(&mut p, q_half, (at - 1) * t + h);
+        step(&mut p, q_t, at * t);
+        assert_eq!(p.state(), want, "at {at}T");
+    }
     let c = p.counters_at(8 * t);
     assert_eq!(c.transitions, 5);
     assert_eq!(
@@ -240,6 +377,226 @@ fn algorithm_1_step_by_step() {
     );
     assert_eq!(c.releases, [1, 1, 1]);
     assert_eq!(c.acks_released, 4);
+}
+
+/// A queue that rises over T with a dip between the samples: the paper's
+/// words see no trend (thresholds: NS) where the two-sample difference
+/// (`trend_samples = 1`) saw a burst (CS), and hold the ACKs it would have.
+#[test]
+fn a_dip_within_t_is_not_a_burst() {
+    let t = cfg().interval;
+    let mut words = RaqmPort::new(cfg(), Rate::gbit(1), 0);
+    let mut older = RaqmPort::new(cfg1(), Rate::gbit(1), 0);
+    for p in [&mut words, &mut older] {
+        // Steady at 30 through 2T, then up to 31 with a dip to 29 at 5T/2.
+        for (q, at) in [(30, t / 2), (30, t), (30, 3 * t / 2), (30, 2 * t)] {
+            step(p, q, at);
+        }
+        assert_eq!(p.state(), State::Normal, "{:?}", p.config().trend_samples);
+        step(p, 29, 5 * t / 2);
+        step(p, 31, 3 * t);
+    }
+    assert_eq!(words.state(), State::Normal, "30, 29, 31: no trend");
+    assert_eq!(older.state(), State::Congested, "30 → 31: growing");
+    assert!(matches!(
+        offer_ack(&mut words, ack(1, 0), 1, 3 * t),
+        Offer::Pass(_)
+    ));
+    assert_eq!(offer_ack(&mut older, ack(1, 0), 1, 3 * t), Offer::Held);
+    // A monotone rise over the next T is a burst to both.
+    for p in [&mut words, &mut older] {
+        step(p, 32, 7 * t / 2);
+        step(p, 34, 4 * t);
+        assert_eq!(p.state(), State::Congested);
+    }
+}
+
+/// Missed sample instants (an idle port, a late poll) are not replayed and
+/// make no trend: the window that lacks a sample is decided by the
+/// thresholds, the step across the gap does not count, and the samples go
+/// on from the latest instant passed.
+#[test]
+fn missed_samples_make_no_trend_and_are_not_replayed() {
+    let t = cfg().interval;
+    let h = t / 2;
+    // An idle port is not woken; then a burst reaches it long after.
+    let mut p = RaqmPort::new(cfg(), Rate::gbit(1), 0);
+    assert_eq!(p.next_event(0, 0), None, "idle: no samples to take");
+    let late = 1000 * t + 5;
+    step(&mut p, 30, late);
+    assert_eq!(p.state(), State::Normal, "0 … 30 across a gap: thresholds");
+    assert_eq!(p.counters.transitions, 0);
+    assert_eq!(
+        p.next_event(30, late),
+        Some(1000 * t + h),
+        "the grid goes on"
+    );
+    // Sampled from there on at every instant: a rise over a whole T is a burst.
+    step(&mut p, 40, 1000 * t + h);
+    step(&mut p, 50, 1001 * t);
+    assert_eq!(p.state(), State::Congested, "30, 40, 50");
+    // The older reading compares across the gap, as it always did.
+    let mut q = RaqmPort::new(cfg1(), Rate::gbit(1), 0);
+    step(&mut q, 30, late);
+    assert_eq!(q.state(), State::Congested);
+
+    // A late poll skips the instant T: the window (0, 5, –) lacks it; the
+    // late step decides by the thresholds on q now and the sample it takes
+    // opens the next window, whose first step (10 → 15) is seen whole.
+    let mut p = RaqmPort::new(cfg(), Rate::gbit(1), 0);
+    step(&mut p, 5, h);
+    step(&mut p, 10, 3 * h + 1);
+    assert_eq!(p.state(), State::Draining, "no trend; 10 < K_min");
+    assert_eq!(p.next_event(10, 3 * h + 1), Some(2 * t));
+    step(&mut p, 15, 2 * t);
+    assert_eq!(
+        p.state(),
+        State::Draining,
+        "10 → 15 is one step, not a window"
+    );
+    step(&mut p, 20, 2 * t + h);
+    step(&mut p, 25, 3 * t);
+    assert_eq!(p.state(), State::Congested, "15, 20, 25");
+    // A late poll past a mid-T instant only: the sample at T/2 is missing,
+    // so the rise to 40 at 4T is not a trend (q in [K_min, K_max]: NS).
+    step(&mut p, 40, 4 * t);
+    assert_eq!(p.state(), State::Normal);
+    // The queue empties: the port is woken until a decision has seen it,
+    // then no more.
+    step(&mut p, 0, 4 * t + h);
+    assert_eq!(p.next_event(0, 4 * t + h), Some(5 * t), "40 in the window");
+    step(&mut p, 0, 5 * t);
+    assert_eq!(p.state(), State::Draining, "40, 0, 0: q < K_min");
+    assert_eq!(p.next_event(0, 5 * t), None);
+}
+
+/// With `trend_samples = 1` the port is the older code exactly: a copy of
+/// it (the difference of q now and the last sample, one T apart, late
+/// samples not replayed) against the port on random timelines, state and
+/// next wake-up alike.
+#[test]
+fn one_sample_per_t_is_the_older_rule_exactly() {
+    struct Older {
+        q_prev: u32,
+        next_sample: Nanos,
+        state: State,
+    }
+    fn older_next_state(cfg: &Config, q_prev: u32, q_now: u32) -> State {
+        if q_now >= q_prev.saturating_add(cfg.trend_min_pkts) {
+            State::Congested
+        } else if q_now.saturating_add(cfg.trend_min_pkts) <= q_prev {
+            State::Draining
+        } else if q_now > cfg.k_max_pkts {
+            State::Congested
+        } else if q_now < cfg.k_min_pkts {
+            State::Draining
+        } else {
+            State::Normal
+        }
+    }
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let timeline = prop::collection::vec((0u64..200_000, 0u32..60), 1..300);
+    runner
+        .run(&(timeline, 1u32..5), |(ops, m)| {
+            let c = Config {
+                trend_min_pkts: m,
+                ..cfg1()
+            };
+            let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
+            let mut o = Older {
+                q_prev: 0,
+                next_sample: c.interval,
+                state: State::Normal,
+            };
+            let mut now = 0;
+            for (dt, q) in ops {
+                now += dt;
+                if now >= o.next_sample {
+                    o.state = older_next_state(&c, o.q_prev, q);
+                    o.q_prev = q;
+                    let late = (now - o.next_sample) / c.interval;
+                    o.next_sample += (late + 1) * c.interval;
+                }
+                step(&mut p, q, now);
+                prop_assert_eq!(p.state(), o.state, "at {}", now);
+                for q_next in [0, q] {
+                    let older_wake = (q_next > 0 || o.q_prev > 0).then_some(o.next_sample);
+                    prop_assert_eq!(p.next_event(q_next, now), older_wake);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The port's samples against [`next_state`] on the whole window: random
+/// k, `trend_min_pkts`, T (not always a multiple of k) and timelines, with
+/// steps on the sample instants, between them and late past several. At
+/// every T boundary the state is `next_state` of the k + 1 samples spanning
+/// that T, or — when an instant of it had no step — the thresholds alone
+/// (k = 1: the last sample taken stands in for the missing one).
+#[test]
+fn the_state_is_next_state_of_the_samples_spanning_t() {
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let timeline = prop::collection::vec((0u8..4, 0u32..60), 1..200);
+    runner
+        .run(
+            &(timeline, 1u32..6, 1u32..4, 0u64..7),
+            |(ops, k, m, extra)| {
+                let c = Config {
+                    trend_samples: k,
+                    trend_min_pkts: m,
+                    interval: 62_500 + extra,
+                    ..cfg()
+                };
+                let (t, kk) = (c.interval, u64::from(k));
+                let instant = |j: u64| j * t / kk;
+                let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
+                // Sample j → q; instant 0 is the empty port.
+                let mut samples = std::collections::BTreeMap::from([(0u64, 0u32)]);
+                let (mut next_j, mut last_j, mut want) = (1u64, 0u64, State::Normal);
+                let mut now = 0;
+                for (how, q) in ops {
+                    now = match how {
+                        // On the next instant.
+                        0 => instant(next_j),
+                        // Between it and the one after.
+                        1 => instant(next_j) + (instant(next_j + 1) - instant(next_j)) / 2,
+                        // Past one or a few more (a late poll).
+                        2 => instant(next_j + 1 + u64::from(q % 3)) + 1,
+                        // Not yet due.
+                        _ => now.max(instant(next_j).saturating_sub(1)),
+                    }
+                    .max(now);
+                    if now >= instant(next_j) {
+                        let mut j = next_j;
+                        while instant(j + 1) <= now {
+                            j += 1;
+                        }
+                        samples.insert(j, q);
+                        if (next_j..=j).any(|i| i % kk == 0) {
+                            let window: Option<Vec<u32>> = if k == 1 {
+                                Some(vec![samples[&last_j], q])
+                            } else {
+                                (j - kk..=j).map(|i| samples.get(&i).copied()).collect()
+                            };
+                            want = match window {
+                                Some(w) => next_state(&c, &w),
+                                None => state_for(&c, Trend::Neither, q),
+                            };
+                        }
+                        last_j = j;
+                        next_j = j + 1;
+                    }
+                    step(&mut p, q, now);
+                    prop_assert_eq!(p.state(), want, "k {} at {} ({:?})", k, now, samples);
+                    let wake = p.next_event(q.max(1), now);
+                    prop_assert_eq!(wake, Some(instant(next_j)), "next instant");
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
 }
 
 /// The token bucket never holds more than its depth: a long quiet spell of
@@ -256,9 +613,10 @@ fn bucket_depth_caps_credit() {
     }
     assert_eq!(p.tokens(), c.bucket_bytes);
     // Force NS with held ACKs: the bucket (10 frames) releases at most 10.
-    step(&mut p, 30, c.interval); // 0 → 30: CS
+    congest(&mut p, 30); // 0, 15, 30: CS
+    step(&mut p, 30, 3 * c.interval / 2);
     for i in 0..40 {
-        offer_ack(&mut p, ack(i, 0), 1, c.interval);
+        offer_ack(&mut p, ack(i, 0), 1, 3 * c.interval / 2);
     }
     let (out, _) = step(&mut p, 30, 2 * c.interval); // stable in [K_min, K_max]: NS
     assert_eq!(p.state(), State::Normal);
@@ -274,14 +632,14 @@ fn stale_acks_are_dropped_at_5ms() {
         ..cfg()
     };
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
-    step(&mut p, 5, c.interval); // CS
+    congest(&mut p, 5);
     assert_eq!(offer_ack(&mut p, ack(1, 0), 1, 100_000), Offer::Held);
     assert_eq!(offer_ack(&mut p, ack(2, 0), 1, 200_000), Offer::Held);
     // The next event includes the head's deadline.
     assert_eq!(
         p.next_event(5, 150_000),
-        Some(c.interval * 2),
-        "next T first"
+        Some(3 * c.interval / 2),
+        "the next sample instant first"
     );
     let deadline = 100_000 + 5_000_000;
     let (_, dropped) = step(&mut p, 5, deadline);
@@ -302,7 +660,7 @@ fn full_viq_drops_and_counts() {
         ..cfg()
     };
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
-    step(&mut p, 5, c.interval);
+    congest(&mut p, 5);
     for i in 0..3 {
         assert_eq!(offer_ack(&mut p, ack(i, 0), 1, c.interval), Offer::Held);
     }
@@ -326,12 +684,14 @@ fn idle_credit_paces_at_link_rate() {
     };
     let t = c.interval;
     let mut p = RaqmPort::new(c.clone(), Rate::gbit(1), 0);
-    step(&mut p, 60, t); // 0 → 60: CS
+    congest(&mut p, 60); // 0, 30, 60: CS
     for i in 0..3 {
         assert_eq!(offer_ack(&mut p, ack(i, 0), 1, t), Offer::Held);
     }
-    // q_out still 60: no idle credit; the next event is the next T.
-    assert_eq!(p.next_event(60, t + 1), Some(t + 5_000_001));
+    // q_out still 60: no idle credit; the next event is the next sample
+    // instant, T/2 on, just before the held ACKs go stale.
+    assert_eq!(p.next_event(60, t + 1), Some(t + t / 2));
+    assert_eq!(t / 2, 5_000_000, "stale at t + 5 ms + 1");
     // Egress empties; the first step anchors the idle credit.
     let t0 = t + 10;
     assert!(step(&mut p, 0, t0).0.is_empty());
@@ -348,7 +708,7 @@ fn idle_credit_paces_at_link_rate() {
         Rate::gbit(1),
         0,
     );
-    step(&mut strict, 60, t);
+    congest(&mut strict, 60);
     offer_ack(&mut strict, ack(1, 0), 1, t);
     assert!(step(&mut strict, 0, t + 1_000_000).0.is_empty());
 }
@@ -356,7 +716,7 @@ fn idle_credit_paces_at_link_rate() {
 #[test]
 fn unshaped_port_releases_at_once_when_idle() {
     let mut p = RaqmPort::new(cfg(), Rate::from_bps(0), 0);
-    step(&mut p, 5, cfg().interval);
+    congest(&mut p, 5);
     offer_ack(&mut p, ack(1, 0), 1, cfg().interval);
     assert_eq!(step(&mut p, 0, cfg().interval + 1).0.len(), 1);
 }
@@ -747,7 +1107,7 @@ fn r_aqm_mistakes_name_the_option() {
 #[test]
 fn report_renders_r_aqm_counters() {
     let mut p = RaqmPort::new(cfg(), Rate::gbit(1), 0);
-    step(&mut p, 5, cfg().interval);
+    congest(&mut p, 5);
     offer_ack(&mut p, ack(1, 0), 1, cfg().interval);
     let snap = serde_json::json!({"elapsed_s": 1.0, "ports": [{"name": "p0", "raqm": p.report(2 * cfg().interval, 0)}]});
     let text = crate::report::render(&snap);
