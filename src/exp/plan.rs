@@ -12,7 +12,9 @@
 //! * workload: every client draws `flows` flows of the CDF's mean size at
 //!   `load` of the link rate, so its traffic lasts flows · mean · 8 /
 //!   (load · rate), plus the last flows' completion;
-//! * incast: `queries` queries every `interval`;
+//! * incast: `queries` queries, each `interval` after the last one
+//!   started or when it completed (at least fan-in · size at the link
+//!   rate), whichever is later;
 //! * static flows: the run's `duration` (and the latest start).
 //!
 //! Good enough to balance shards and to tell a user whether a sweep fits a
@@ -98,8 +100,23 @@ fn traffic_seconds(sc: &Scenario, sweep: SweepValue, quick: bool, base: &Path) -
             let span = flows * cdf.mean() * 8.0 / (load * rate);
             span + cdf.mean() * 8.0 / ((1.0 - load).max(0.05) * rate)
         }
-        (TrafficSpec::Incast(i), _) => {
-            Scenario::incast_queries(i, quick) as f64 * secs(&i.interval).unwrap_or(0.0)
+        (TrafficSpec::Incast(i), sweep) => {
+            // A query starts `interval` after the last one started, or when
+            // it completed: at least its n responses at the link rate.
+            let rate = parse_rate(&sc.switch.rate)
+                .map_err(|e| anyhow!("switch.rate: {e}"))?
+                .bps() as f64;
+            let n = match sweep {
+                SweepValue::Fanin(n) => n as f64,
+                _ => i.servers.len() as f64,
+            };
+            let size = crate::units::parse_size(&i.size).unwrap_or(0) as f64;
+            let drain = if rate > 0.0 {
+                n * size * 8.0 / rate
+            } else {
+                0.0
+            };
+            Scenario::incast_queries(i, quick) as f64 * secs(&i.interval).unwrap_or(0.0).max(drain)
         }
         (TrafficSpec::Static(s), _) => {
             let run = Scenario::static_duration(s, quick);
@@ -323,6 +340,43 @@ mod tests {
         }
         // Deterministic.
         assert_eq!(assign(&j, 3), assign(&j, 3));
+    }
+
+    #[test]
+    fn an_incast_query_lasts_its_interval_or_its_responses() {
+        let sc = Scenario::from_toml(
+            r#"
+            [topology]
+            hosts = 5
+            [switch]
+            aqm = ["dctcp"]
+            rate = "10gbit"
+            [traffic]
+            kind = "incast"
+            receiver = 5
+            servers = [1, 2, 3, 4]
+            fanin = [1, 4]
+            size = "1mb"
+            queries = 10
+            interval = "2ms"
+        "#,
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let j = jobs(&sc, false, 0, base()).unwrap();
+        // One 1 MB response: 0.84 ms < the 2 ms interval; four: 3.4 ms.
+        let four = 4.0 * crate::units::parse_size("1mb").unwrap() as f64 * 8.0 / 10e9;
+        assert!(four > 0.002);
+        assert!(
+            (j[0].emulated_s - 10.0 * 0.002).abs() < 1e-12,
+            "{}",
+            j[0].emulated_s
+        );
+        assert!(
+            (j[1].emulated_s - 10.0 * four).abs() < 1e-12,
+            "{}",
+            j[1].emulated_s
+        );
     }
 
     #[test]
