@@ -243,7 +243,7 @@ const INCAST_RATE: &str = "100mbit";
 /// The four senders are h1..h4, the receiver h5.
 const SENDERS: usize = 4;
 /// Bytes per sender per query: three segments of 1448 B.
-const RESPONSE: &str = "4000";
+const RESPONSE: &str = "4000b";
 /// The receiver's port buffer: four frames.
 const BUFFER: &str = "6kb";
 /// Queries per run, and their start-to-start spacing (emulated): longer
