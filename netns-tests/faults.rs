@@ -1,4 +1,4 @@
-//! Faults while the switch runs, and bad frames from a host (issue 11 §3).
+//! Faults while the switch runs, and bad frames from a host.
 //! Root integration tests over the host namespaces of `softswitch::topo`;
 //! skipped unless root. RELIABILITY.md records what each one saw.
 //!

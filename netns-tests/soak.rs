@@ -1,5 +1,5 @@
 //! Root integration test: the short CI version of the soak
-//! (`scripts/soak.sh`, issue 11 part 3). About 55 s of long and short flows
+//! (`scripts/soak.sh`). About 55 s of long and short flows
 //! through the real switch at 200 Mbit/s, a host re-created every 10 s, RSS
 //! sampled every 5 s; the script's own checks must all pass: switch exit 0,
 //! RSS / heap / fds / threads flat, every UMEM frame accounted for, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Why a dilated run queues more than an undilated one (issue 22): one long
+# Why a dilated run queues more than an undilated one: one long
 # DCTCP flow h1 -> h2 through one switch port at RATE (emulated), DCTCP K =
 # 30 KB, 100 us (emulated) of delay per port, the switch at each D of DS and
 # the hosts' GSO limited to each of GSOS segments per packet (0 = Linux's own

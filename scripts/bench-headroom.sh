@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headroom of a shaped port (issue 10): can this machine hold a 1 Gbit/s
+# Headroom of a shaped port: can this machine hold a 1 Gbit/s
 # port with many long DCTCP flows in several queues, and what does the data
 # path's waiting policy (--poll busy | adaptive) change? Two hosts, FLOWS
 # iperf3 streams h1 -> h2 spread over QUEUES DSCPs (one iperf3 client per
@@ -8,7 +8,7 @@
 # link's TCP payload rate (1448 / 1538 of the wire rate), the fidelity
 # verdict and the receiver port's lost share, the switch's CPU use, and the adaptive
 # poll's sleeps.
-# With DILATION=D (time dilation, issue 22) the switch and the hosts run D
+# With DILATION=D (time dilation) the switch and the hosts run D
 # times slower: RATE is emulated, the wire runs at RATE / D, goodput is
 # printed emulated (the wire's x D), and each run also prints what the
 # hosts did per packet, to set against D = 1 — retransmitted segments per

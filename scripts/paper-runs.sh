@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the papers' testbed experiments as the README's results table cites
+# Runs the papers' testbed experiments, as the README's Results section lists
 # them, each into results/, and archives each finished run into
 # archive/<experiment>/<UTC date>-<commit> (softswitch-exp archive), from
 # which `softswitch-exp docs` regenerates the docs' tables.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak test (issue 11 part 3): softswitch at a shaped rate for a long time
+# Soak test: softswitch at a shaped rate for a long time
 # with many flows and churn, checking at the end that nothing leaked and
 # everything adds up.
 #

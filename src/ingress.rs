@@ -8,7 +8,7 @@
 //! `(len + overhead) × 8 / rate`. A veth has no wire: the frames of a GSO
 //! burst or a window opened by an ACK arrive within microseconds, and the
 //! egress queue sees a burst a real switch would not (the open explanation
-//! for ECN♯'s residual standing queue, issue 10). This module restores the
+//! for ECN♯'s residual standing queue). This module restores the
 //! serialisation: a store-and-forward FIFO per ingress port that releases
 //! frame *i* at
 //!

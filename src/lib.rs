@@ -73,6 +73,11 @@ pub mod traffic;
 pub mod units;
 pub mod wire;
 pub mod xdp;
+
+// The README and the other documents checked against themselves and the
+// repository (links, contents, no tracker numbers).
+#[cfg(test)]
+mod docs_tests;
 // The AF_XDP layer is where softswitch keeps its `unsafe` (ring memory,
 // syscalls); every block carries a `// SAFETY:` comment.
 #[allow(unsafe_code)]

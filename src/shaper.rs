@@ -12,7 +12,7 @@
 //! Units: credit is kept in picoseconds of transmission time so that 64-byte
 //! frames at 10–100 Gbit/s cost an exact integer amount.
 //!
-//! **What a real link never does** (the fidelity guard, issue 10). A
+//! **What a real link never does** (the fidelity guard). A
 //! busy-polling switch thread is sometimes late — a kick that runs the
 //! receiver's TCP stack, or a preempted CPU. While the port holds packets
 //! ("busy"), credit that would overflow the bucket is link time a real

@@ -1,5 +1,5 @@
 //! Drop-tail: no AQM at all. The only limit is the port's shared buffer
-//! (README, "Use": `--buffer`), enforced by the port before the AQM is asked.
+//! (README, "Flags": `--buffer`), enforced by the port before the AQM is asked.
 
 use super::params::{AqmConfigError, AqmEnv, AqmParams};
 use super::Aqm;

@@ -1,5 +1,5 @@
 //! Scaling a scenario to a rate this machine can hold, and the calibration
-//! that finds that rate (issue 10, "headroom").
+//! that finds that rate (its headroom).
 //!
 //! The papers' testbeds run at 1 Gbit/s. On a 2-vCPU machine the hosts' TCP
 //! and the switch share two CPUs, and with many flows the port can lose link
@@ -237,8 +237,8 @@ pub struct Calibration {
 /// 1538 B on the wire (1514 + preamble, FCS, inter-frame gap).
 pub const PAYLOAD_PER_WIRE: f64 = 1448.0 / 1538.0;
 
-/// Smallest accepted utilisation of the link by static flows (issue 10:
-/// "hold the link, ≥ 93 % goodput").
+/// Smallest accepted utilisation of the link by static flows: a rate is
+/// held when they carry ≥ 93 % of it as goodput.
 pub const MIN_UTILISATION: f64 = 0.93;
 
 /// Runs [`probe`] of `sc` (quick) at each of [`candidates`] until the guard

@@ -3,7 +3,7 @@
 //!
 //! A switch ASIC never stalls; a busy-polling thread sharing two vCPUs with
 //! every host's TCP stack sometimes does. Three things are measured that a
-//! real link would never do (issue 10):
+//! real link would never do:
 //!
 //! * **Link time lost while backlogged** (per port, [`LinkFidelity`] from the
 //!   shaper): while the port held packets, credit overflowed the token bucket
