@@ -337,6 +337,13 @@ fn check_shards(runs: &[Provenance], partial: bool, notes: &mut Vec<String>) -> 
     if shards.iter().all(Option::is_none) {
         return Ok(());
     }
+    if let [Some((k, n))] = shards.as_slice() {
+        // One shard alone (the run's own summary, or asked for by hand).
+        notes.push(format!(
+            "shard {k}/{n} alone: its summary covers only its part of the sweep (merge every shard with report for the whole)"
+        ));
+        return Ok(());
+    }
     let mut problems = Vec::new();
     if shards.iter().any(Option::is_none) {
         problems.push("some directories are shards and some are not".to_owned());
@@ -1016,6 +1023,10 @@ pub(crate) mod tests {
             .any(|n| n.contains("partial set of shards")));
         let e = load(&[dirs[0].clone(), whole.clone()]).err().unwrap();
         assert!(e.to_string().contains("some directories are shards"), "{e}");
+        // One shard alone is reported, saying so (a shard's own run ends
+        // with it).
+        let one = load(&dirs[..1]).unwrap();
+        assert!(one.notes.iter().any(|n| n.contains("alone")), "{:?}", one.notes);
         // A directory given twice is not counted twice.
         let e = load(&[dirs[0].clone(), dirs[0].clone()]).err().unwrap();
         assert!(e.to_string().contains("twice"), "{e}");
