@@ -23,7 +23,7 @@ EXP=target/release/softswitch-exp
 # name | scenario | extra run arguments
 EXPERIMENTS=(
   "tcn-fig1|scenarios/tcn-fig1.toml|--repeat 5 --dilation 4 --quick"
-  "tcn-fig5|scenarios/tcn-fig5.toml|--repeat 5 --dilation 4 --quick"
+  "tcn-fig5|scenarios/tcn-fig5.toml|--repeat 5 --dilation 4"
   "ecnsharp-10g|scenarios/ecnsharp-10g.toml|--repeat 5 --quick"
   "incast-raqm-10g|scenarios/incast-raqm-10g.toml|--repeat 5"
   "pred-flows-10g|scenarios/pred-flows-10g.toml|--repeat 5 --quick"

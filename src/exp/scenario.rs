@@ -1319,6 +1319,19 @@ impl Scenario {
             None => (full / 5).max(Duration::from_secs(2)).min(full),
         }
     }
+
+    /// A start time of a static run (a flow's or the ping's), honouring
+    /// `--quick`: starts shrink with the run, so a quick run keeps the
+    /// scenario's order of events (TCN Fig. 5's flows at 2 s and 4 s and
+    /// its ping at 6 s of 12 s run at 0.67, 1.33 and 2 s of a 4 s quick run).
+    pub fn static_start(s: &StaticSpec, start: &str, quick: bool) -> Duration {
+        let at = Duration::from_nanos(parse_duration(start).unwrap_or(0));
+        let full = Duration::from_nanos(parse_duration(&s.duration).unwrap_or(0));
+        if !quick || full.is_zero() {
+            return at;
+        }
+        at.mul_f64(Self::static_duration(s, true).as_secs_f64() / full.as_secs_f64())
+    }
 }
 
 /// The AQM of a sweep entry: `dctcp@port` → `dctcp` (the label names a
@@ -1550,6 +1563,43 @@ mod tests {
             Scenario::static_duration(st, false),
             Duration::from_secs(10)
         );
+    }
+
+    /// A quick run keeps the order of a static scenario's events: flow and
+    /// ping starts shrink with the run (a ping at 6 s of 12 s would
+    /// otherwise start after a 4 s quick run ended, as TCN Fig. 5's did).
+    #[test]
+    fn quick_starts_shrink_with_the_run() {
+        let s = parse(
+            r#"
+            [topology]
+            hosts = 4
+            [switch]
+            aqm = ["tcn"]
+            rate = "1gbit"
+            [traffic]
+            kind = "static"
+            duration = "12s"
+            quick_duration = "4s"
+            flows = [{ server = 1, client = 4 }, { server = 3, client = 4, start = "4s" }]
+            [traffic.ping]
+            from = 3
+            to = 4
+            start = "6s"
+        "#,
+        )
+        .unwrap();
+        let TrafficSpec::Static(st) = &s.traffic else {
+            panic!()
+        };
+        let ping = st.ping.as_ref().and_then(|p| p.start.as_deref()).unwrap();
+        assert_eq!(Scenario::static_start(st, ping, false), Duration::from_secs(6));
+        assert_eq!(Scenario::static_start(st, ping, true), Duration::from_secs(2));
+        let flow = st.flows[1].start.as_deref().unwrap();
+        assert_eq!(Scenario::static_start(st, flow, false), Duration::from_secs(4));
+        let q = Scenario::static_start(st, flow, true);
+        assert!(q > Duration::from_millis(1333) && q < Duration::from_millis(1334), "{q:?}");
+        assert!(q < Scenario::static_duration(st, true));
     }
 
     #[test]

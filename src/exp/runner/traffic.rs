@@ -195,20 +195,11 @@ fn start_incast(sp: &mut Spawner, i: &IncastSpec, combo: &Combo) -> Result<()> {
 /// Static: every entry's flows, each a `softswitch-tg long`.
 fn start_static(sp: &mut Spawner, s: &StaticSpec, combo: &Combo) -> Result<()> {
     let dur = Scenario::static_duration(s, sp.opts.quick);
-    let full = Duration::from_nanos(parse_duration(&s.duration).unwrap_or(0));
     for (k, f) in s.flows.iter().enumerate() {
-        // With --quick, starts shrink with the run.
         let start = f
             .start
             .as_deref()
-            .map(|st| {
-                let d = Duration::from_nanos(parse_duration(st).unwrap_or(0));
-                if full.is_zero() {
-                    d
-                } else {
-                    d.mul_f64(dur.as_secs_f64() / full.as_secs_f64())
-                }
-            })
+            .map(|st| Scenario::static_start(s, st, sp.opts.quick))
             .unwrap_or_default();
         for j in 0..f.count_for(combo.sweep) {
             start_static_flow(sp, s, k, j, f, dur, start)?;
@@ -301,7 +292,7 @@ fn ping_script(sc: &Scenario, opts: &RunOptions, topo: &Topology) -> Option<(usi
     let p = s.ping.as_ref()?;
     let dur = Scenario::static_duration(s, opts.quick);
     let start = match &p.start {
-        Some(st) => Duration::from_nanos(parse_duration(st).unwrap_or(0)),
+        Some(st) => Scenario::static_start(s, st, opts.quick),
         None => dur / 4,
     };
     let interval = Duration::from_nanos(parse_duration(&p.interval).unwrap_or(10_000_000));
