@@ -1026,7 +1026,11 @@ pub(crate) mod tests {
         // One shard alone is reported, saying so (a shard's own run ends
         // with it).
         let one = load(&dirs[..1]).unwrap();
-        assert!(one.notes.iter().any(|n| n.contains("alone")), "{:?}", one.notes);
+        assert!(
+            one.notes.iter().any(|n| n.contains("alone")),
+            "{:?}",
+            one.notes
+        );
         // A directory given twice is not counted twice.
         let e = load(&[dirs[0].clone(), dirs[0].clone()]).err().unwrap();
         assert!(e.to_string().contains("twice"), "{e}");

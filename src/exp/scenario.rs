@@ -1593,12 +1593,24 @@ mod tests {
             panic!()
         };
         let ping = st.ping.as_ref().and_then(|p| p.start.as_deref()).unwrap();
-        assert_eq!(Scenario::static_start(st, ping, false), Duration::from_secs(6));
-        assert_eq!(Scenario::static_start(st, ping, true), Duration::from_secs(2));
+        assert_eq!(
+            Scenario::static_start(st, ping, false),
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            Scenario::static_start(st, ping, true),
+            Duration::from_secs(2)
+        );
         let flow = st.flows[1].start.as_deref().unwrap();
-        assert_eq!(Scenario::static_start(st, flow, false), Duration::from_secs(4));
+        assert_eq!(
+            Scenario::static_start(st, flow, false),
+            Duration::from_secs(4)
+        );
         let q = Scenario::static_start(st, flow, true);
-        assert!(q > Duration::from_millis(1333) && q < Duration::from_millis(1334), "{q:?}");
+        assert!(
+            q > Duration::from_millis(1333) && q < Duration::from_millis(1334),
+            "{q:?}"
+        );
         assert!(q < Scenario::static_duration(st, true));
     }
 
