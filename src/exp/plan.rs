@@ -120,17 +120,15 @@ fn traffic_seconds(sc: &Scenario, sweep: SweepValue, quick: bool, base: &Path) -
         }
         (TrafficSpec::Static(s), _) => {
             let run = Scenario::static_duration(s, quick);
-            let latest = s
+            // Starts shrink with a --quick run, as the runner does.
+            let start = s
                 .flows
                 .iter()
                 .filter_map(|f| f.start.as_deref())
-                .filter_map(|st| parse_duration(st).ok())
+                .map(|st| Scenario::static_start(s, st, quick))
                 .max()
-                .map_or(Duration::ZERO, Duration::from_nanos);
-            let full = parse_duration(&s.duration).unwrap_or(1) as f64;
-            // Starts shrink with a --quick run, as the runner does.
-            let start = latest.as_secs_f64() * run.as_secs_f64() / (full / 1e9).max(1e-9);
-            run.as_secs_f64() + start.min(run.as_secs_f64())
+                .unwrap_or(Duration::ZERO);
+            run.as_secs_f64() + start.min(run).as_secs_f64()
         }
         (TrafficSpec::Workload(_), _) => bail!("a workload combination without a load"),
     })
