@@ -793,17 +793,22 @@ pub(crate) mod tests {
         let root = tempfile::tempdir().unwrap();
         let d40 = results_dir(root.path(), "d40", 40.0, |r| 100 + r as u64);
         let again = results_dir(root.path(), "d40b", 40.0, |r| 100 + r as u64);
-        let control = root.path().join("d40-hosts1");
-        fs::rename(
-            results_dir(root.path(), "tmp", 40.0, |r| 100 + r as u64),
-            &control,
-        )
-        .unwrap();
-        // The control's manifest: the hosts at D_H = 1, the rest at D = 40.
-        let mpath = control.join("manifest.json");
-        let mut m: Value = serde_json::from_str(&fs::read_to_string(&mpath).unwrap()).unwrap();
-        m["scenario"]["host_dilation"] = 1.0.into();
-        fs::write(&mpath, m.to_string()).unwrap();
+        // A run at D = 40 whose manifest says its hosts ran at D_H.
+        let with_hosts_at = |name: &str, hosts: f64| {
+            let dir = root.path().join(name);
+            fs::rename(
+                results_dir(root.path(), "tmp", 40.0, |r| 100 + r as u64),
+                &dir,
+            )
+            .unwrap();
+            let mpath = dir.join("manifest.json");
+            let mut m: Value = serde_json::from_str(&fs::read_to_string(&mpath).unwrap()).unwrap();
+            m["scenario"]["host_dilation"] = hosts.into();
+            fs::write(&mpath, m.to_string()).unwrap();
+            dir
+        };
+        // The control: the hosts at D_H = 1, the rest at D = 40.
+        let control = with_hosts_at("d40-hosts1", 1.0);
         let sc = read_manifest(&control).unwrap().sc;
         assert!(sc.hosts_apart());
         assert_eq!(dilation_label(&sc), "D40-hosts1");
@@ -819,16 +824,7 @@ pub(crate) mod tests {
             "{e}"
         );
         // A host_dilation equal to D is the normal run: it merges.
-        let same = root.path().join("d40-hosts40");
-        fs::rename(
-            results_dir(root.path(), "tmp2", 40.0, |r| 100 + r as u64),
-            &same,
-        )
-        .unwrap();
-        let mpath = same.join("manifest.json");
-        let mut m: Value = serde_json::from_str(&fs::read_to_string(&mpath).unwrap()).unwrap();
-        m["scenario"]["host_dilation"] = 40.0.into();
-        fs::write(&mpath, m.to_string()).unwrap();
+        let same = with_hosts_at("d40-hosts40", 40.0);
         assert!(load(&[d40.clone(), same.clone()]).is_ok());
 
         // Compared apart: its own label, judged against the same AQM at D = 40.
