@@ -84,7 +84,15 @@ run() {
     return 0
   fi
   echo "+ $*" | tee -a "$LOG"
-  [ "$DRY" = 1 ] || "$@"
+  [ "$DRY" = 1 ] && return 0
+  # 3: the results are written, but a kept repeat was NOT FAITHFUL (the
+  # comparison counts what held): go on with the next D.
+  local status=0
+  "$@" || status=$?
+  if [ "$status" -ne 0 ] && [ "$status" -ne 3 ]; then
+    echo "dilation-invariance.sh: exit status $status: $*" >&2
+    exit "$status"
+  fi
 }
 
 started=$(date +%s)
