@@ -23,7 +23,9 @@
 #   only the first N commands (a check on a busy machine).
 # Environment: PROFILE (release; the cargo profile to build and run with),
 #              DS ("1 4 16 32 40 64"), CONTROL_D (40), REPEAT (5),
-#              RETRY (1), SCENARIOS ("websearch incast").
+#              RETRY (1), SCENARIOS ("websearch incast"; also
+#              "incast-notlp": the incast with the hosts' TLP and RACK off,
+#              which measures what their unstretched 2 ms floors do).
 # Prints every command it runs (also in <out>/commands.txt) and where the
 # results are.
 set -euo pipefail
@@ -46,7 +48,7 @@ while [ $# -gt 0 ]; do
     --only) SCENARIOS=$2; shift ;;
     --dry-run) DRY=1 ;;
     --steps) STEPS=$2; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

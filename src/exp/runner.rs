@@ -446,6 +446,7 @@ fn topo_config(sc: &Scenario, prefix: &str) -> Result<TopoConfig> {
             .unwrap_or_default(),
         // The run's D, unless a negative control asks for other hosts.
         dilation: sc.host_dilation(),
+        sysctls: sc.topology.sysctls()?,
         ..defaults
     })
 }

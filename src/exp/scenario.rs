@@ -347,6 +347,36 @@ pub struct TopologySpec {
     /// fabric, or `--delay` in `switch.extra_args`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_rtt: Option<String>,
+    /// More sysctls in every host's namespace, set after the topology's
+    /// own, e.g. `{ "net.ipv4.tcp_early_retrans" = 0 }` (Linux's tail-loss
+    /// probe off: its 2 ms floor is not stretched by time dilation). Only
+    /// `net.*` keys; values are integers, strings or booleans (1 / 0).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctl: BTreeMap<String, toml::Value>,
+}
+
+impl TopologySpec {
+    /// `sysctl` as (key, value) strings, checked.
+    pub fn sysctls(&self) -> Result<Vec<(String, String)>, ScenarioError> {
+        self.sysctl
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Boolean(b) => u8::from(*b).to_string(),
+                    other => {
+                        return Err(inv(format!(
+                            "topology.sysctl.\"{k}\" = {other}: give an integer, a string or a boolean"
+                        )))
+                    }
+                };
+                crate::topo::check_sysctl(k, &v)
+                    .map_err(|e| inv(format!("topology.{e}")))?;
+                Ok((k.clone(), v))
+            })
+            .collect()
+    }
 }
 
 /// `[switch]`.
@@ -805,6 +835,7 @@ impl Scenario {
         if let Some(r) = &t.rto_min {
             check_duration("topology.rto_min", r)?;
         }
+        t.sysctls()?;
         if let Some(w) = t.initcwnd {
             crate::topo::check_initcwnd(w).map_err(|e| inv(format!("topology.{e}")))?;
         }
@@ -1476,6 +1507,42 @@ mod tests {
 
     fn err(s: &str) -> String {
         parse(s).expect_err("should be rejected").to_string()
+    }
+
+    #[test]
+    fn host_sysctls_are_checked_and_kept_in_the_manifest() {
+        let with = |table: &str| {
+            WORKLOAD.replace(
+                "rto_min = \"5ms\"",
+                &format!("rto_min = \"5ms\"\nsysctl = {table}"),
+            )
+        };
+        let sc = parse(&with(
+            r#"{ "net.ipv4.tcp_early_retrans" = 0, "net.ipv4.tcp_rmem" = "4096 131072 6291456", "net.ipv4.tcp_sack" = true }"#,
+        ))
+        .unwrap();
+        assert_eq!(
+            sc.topology.sysctls().unwrap(),
+            [
+                ("net.ipv4.tcp_early_retrans".to_string(), "0".to_string()),
+                (
+                    "net.ipv4.tcp_rmem".to_string(),
+                    "4096 131072 6291456".to_string()
+                ),
+                ("net.ipv4.tcp_sack".to_string(), "1".to_string()),
+            ]
+        );
+        // The manifest's scenario keeps them; without, nothing is written.
+        let v = serde_json::to_value(&sc).unwrap();
+        assert_eq!(v["topology"]["sysctl"]["net.ipv4.tcp_early_retrans"], 0);
+        let back: Scenario = serde_json::from_value(v).unwrap();
+        assert_eq!(back.topology.sysctls().unwrap(), sc.topology.sysctls().unwrap());
+        let plain = serde_json::to_value(parse(WORKLOAD).unwrap()).unwrap();
+        assert!(plain["topology"].get("sysctl").is_none());
+        let e = err(&with(r#"{ "kernel.hz" = 100 }"#));
+        assert!(e.contains("topology.sysctl `kernel.hz`: only `net.*` keys"), "{e}");
+        let e = err(&with(r#"{ "net.ipv4.tcp_ecn" = [1] }"#));
+        assert!(e.contains("give an integer, a string or a boolean"), "{e}");
     }
 
     #[test]

@@ -172,6 +172,12 @@ pub struct TopoConfig {
     /// time constants last D times longer. [`Dilation::NONE`] (D = 1)
     /// changes nothing.
     pub dilation: Dilation,
+    /// More sysctls in every host's namespace, `(key, value)`, set after
+    /// the ones the topology sets (so they may override them): e.g.
+    /// `net.ipv4.tcp_early_retrans = 0` turns Linux's tail-loss probe off,
+    /// whose 2 ms floor time dilation cannot stretch. Only `net.*` keys:
+    /// the per-namespace ones.
+    pub sysctls: Vec<(String, String)>,
 }
 
 impl Default for TopoConfig {
@@ -189,6 +195,7 @@ impl Default for TopoConfig {
             gso_segs: None,
             rps: RxCpus::Kernel,
             dilation: Dilation::NONE,
+            sysctls: Vec::new(),
         }
     }
 }
@@ -240,6 +247,9 @@ impl TopoConfig {
         }
         if let Some(n) = self.gso_segs {
             check_gso_segs(n).map_err(TopoError::InvalidConfig)?;
+        }
+        for (k, v) in &self.sysctls {
+            check_sysctl(k, v).map_err(TopoError::InvalidConfig)?;
         }
         if self.cc == CongestionControl::Dctcp && !self.ecn {
             return invalid("DCTCP needs ECN: set ecn = true or choose another cc".into());
@@ -541,6 +551,30 @@ fn host_timers(cfg: &TopoConfig) -> Option<HostTimers> {
     (!cfg.dilation.is_none()).then(|| HostTimers::new(cfg.dilation, cfg.rto_min))
 }
 
+/// A host sysctl of [`TopoConfig::sysctls`]: a `net.*` key (the
+/// per-namespace ones) of lowercase letters, digits, `_`, `-` and `.`, and
+/// a value on one line.
+pub fn check_sysctl(key: &str, value: &str) -> Result<(), String> {
+    let key_ok = key.starts_with("net.")
+        && key.len() > 4
+        && !key.contains("..")
+        && key.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
+        });
+    if !key_ok {
+        return Err(format!(
+            "sysctl `{key}`: only `net.*` keys (the per-namespace ones) of lowercase letters, \
+             digits, `_`, `-` and `.`, e.g. net.ipv4.tcp_early_retrans"
+        ));
+    }
+    if value.trim().is_empty() || value.contains(['\n', '\r']) {
+        return Err(format!(
+            "sysctl {key} = `{value}`: give a value on one line"
+        ));
+    }
+    Ok(())
+}
+
 fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<Sysctl> {
     let mut s = vec![
         Sysctl::new("net.ipv4.tcp_ecn", u8::from(cfg.ecn)),
@@ -559,6 +593,8 @@ fn ns_sysctls(cfg: &TopoConfig, cc_name: &str) -> Vec<Sysctl> {
             Sysctl::new("net.ipv6.conf.default.router_solicitations", 0),
         ]);
     }
+    // The user's last, so that they may override the above.
+    s.extend(cfg.sysctls.iter().map(|(k, v)| Sysctl::new(k, v)));
     s
 }
 
@@ -997,6 +1033,47 @@ mod tests {
         assert_eq!(c.mtu, 1500);
         assert_eq!(c.cc, CongestionControl::Dctcp);
         assert!(c.ecn);
+    }
+
+    #[test]
+    fn host_sysctls_are_net_keys_set_last() {
+        let c = TopoConfig {
+            sysctls: vec![
+                ("net.ipv4.tcp_early_retrans".into(), "0".into()),
+                ("net.ipv4.tcp_ecn".into(), "2".into()),
+            ],
+            ..cfg()
+        };
+        c.validate().unwrap();
+        let s: Vec<String> = ns_sysctls(&c, "bpf_dctcp")
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        // After the topology's own, so a user's value wins.
+        let ecn = s.iter().position(|x| x == "net.ipv4.tcp_ecn=1").unwrap();
+        let mine = s.iter().position(|x| x == "net.ipv4.tcp_ecn=2").unwrap();
+        assert!(mine > ecn, "{s:?}");
+        assert_eq!(s.last().unwrap(), "net.ipv4.tcp_ecn=2");
+        assert!(s.contains(&"net.ipv4.tcp_early_retrans=0".to_string()));
+        for (k, v, want) in [
+            ("kernel.hz", "1", "only `net.*` keys"),
+            ("net.", "1", "only `net.*` keys"),
+            ("net.ipv4/../x", "1", "only `net.*` keys"),
+            ("net.ipv4..tcp_ecn", "1", "only `net.*` keys"),
+            ("net.ipv4.tcp_ecn", " ", "a value on one line"),
+            ("net.ipv4.tcp_ecn", "1\n2", "a value on one line"),
+        ] {
+            let e = TopoConfig {
+                sysctls: vec![(k.into(), v.into())],
+                ..cfg()
+            }
+            .validate()
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(want), "{k}={v:?}: {e}");
+        }
+        // Values with spaces (tcp_rmem) are one line.
+        check_sysctl("net.ipv4.tcp_rmem", "4096 131072 6291456").unwrap();
     }
 
     #[test]
