@@ -680,6 +680,282 @@ fn a_leaf_spine_run_says_which_hop_marked() {
     std::fs::remove_dir_all(&opts.out).unwrap();
 }
 
+/// A 2 × 2 leaf-spine, two hosts per leaf, 100 Mbit/s links to the
+/// spines: two long flows from leaf1's hosts to leaf2's, which ECMP may
+/// send over either spine.
+const LEAF_SPINE_2X2: &str = r#"
+    [topology]
+    hosts = 4
+    [switch]
+    aqm = ["dctcp"]
+    rate = "200mbit"
+    [traffic]
+    kind = "static"
+    duration = "2s"
+    flows = [{ server = 1, client = 3 }, { server = 2, client = 4 }]
+    [fabric]
+    subnet = "10.97.0.0/24"
+    seed = 3
+    [fabric.leaf_spine]
+    leaves = 2
+    spines = 2
+    hosts_per_leaf = 2
+    host_rate = "200mbit"
+    fabric_rate = "100mbit"
+    delay = "5us"
+"#;
+
+/// The two flows' goodput (Mbit/s) of each repeat of a run, and the
+/// combination results.
+fn static_goodputs(out: &Path, repeats: usize) -> (Vec<f64>, Vec<serde_json::Value>) {
+    let mut g = Vec::new();
+    let mut results = Vec::new();
+    for r in 0..repeats {
+        let result = read_json(&out.join(format!("dctcp-r{r}/result.json")));
+        let flows = result["statics"].as_array().expect("static flows");
+        assert_eq!(flows.len(), 2, "{}", result["statics"]);
+        g.push(flows.iter().map(|f| f["goodput_mbps"].as_f64().unwrap()).sum());
+        results.push(result);
+    }
+    (g, results)
+}
+
+#[test]
+fn a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does() {
+    let name = "a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _g = serial();
+    let repeats = 2;
+    let whole_sc = format!("repeat = {repeats}\n{LEAF_SPINE_2X2}");
+    let split_sc = whole_sc.replace(
+        "[fabric]\n",
+        "[fabric]\n    parts = { a = [\"leaf1\", \"spine1\"], b = [\"leaf2\", \"spine2\", \"h4\"] }\n",
+    );
+    assert_ne!(split_sc, whole_sc);
+    let (whole_opts, whole_prefix) = exp_options("whole");
+    exp::run(&scenario(&whole_sc), "whole-test", &whole_opts).expect("the whole fabric runs");
+    assert_eq!(leftovers(&whole_prefix, &whole_opts.out), Vec::<String>::new());
+    let (opts, prefix) = exp_options("parts");
+    let t0 = Instant::now();
+    exp::run(&scenario(&split_sc), "parts-test", &opts).expect("the split fabric runs");
+    eprintln!("split run: {:.1} s", t0.elapsed().as_secs_f64());
+    // Everything is gone: namespaces, wires, both processes.
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    let (whole, _) = static_goodputs(&whole_opts.out, repeats);
+    let (split, results) = static_goodputs(&opts.out, repeats);
+    eprintln!("goodput: whole {whole:?}, split {split:?} Mbit/s");
+    // The fabric's two 100 Mbit/s spines carry both flows in both runs;
+    // the split one adds only the wires' own latency (tens of µs).
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    assert!(
+        mean(&split) > 0.8 * mean(&whole) && mean(&split) > 60.0,
+        "split {split:?} against whole {whole:?}"
+    );
+    for (r, result) in results.iter().enumerate() {
+        let dir = opts.out.join(format!("dctcp-r{r}"));
+        // Each part's own report, and the merged one the result reads.
+        for f in ["switch-a.json", "switch-b.json", "switch.json"] {
+            assert!(dir.join(f).exists(), "{f} in {}", dir.display());
+        }
+        let merged = read_json(&dir.join("switch.json"));
+        assert_eq!(merged["parts"][0]["name"], "a", "{}", merged["parts"]);
+        // Every hop of the fabric once: 4 host ports, 4 links both ways.
+        let hops = result["hops"].as_array().expect("per-hop results");
+        let mut names: Vec<&str> = hops.iter().map(|h| h["name"].as_str().unwrap()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "leaf1:h1",
+                "leaf1:h2",
+                "leaf1:spine1",
+                "leaf1:spine2",
+                "leaf2:h3",
+                "leaf2:h4",
+                "leaf2:spine1",
+                "leaf2:spine2",
+                "spine1:leaf1",
+                "spine1:leaf2",
+                "spine2:leaf1",
+                "spine2:leaf2"
+            ]
+        );
+        // A wire's two ends agree: what one part sent the other received
+        // (but frames of the start-up chatter sent before the far end was
+        // bound, which the kernel takes).
+        let port = |name: &str| {
+            merged["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == name)
+                .unwrap_or_else(|| panic!("no port {name}"))
+                .clone()
+        };
+        let io = |name: &str, k: &str| port(name)["io"][k].as_u64().unwrap();
+        // What the receiving kernel dropped before the socket is counted there.
+        let lost = |name: &str| port(name)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
+        let mut carried = 0;
+        for (here, there) in [("leaf1:spine2", "spine2:leaf1"), ("spine1:leaf2", "leaf2:spine1")] {
+            for (from, to) in [(here, there), (there, here)] {
+                let (tx, rx) = (io(from, "tx_packets"), io(to, "rx_packets") + lost(to));
+                assert!(rx <= tx && tx - rx <= 20, "{from} sent {tx}, {to} received {rx}");
+                carried += tx;
+            }
+        }
+        assert!(carried > 1000, "the wires carried {carried} frames");
+    }
+    // A bad split is refused before anything is built.
+    let bad = whole_sc.replace("[fabric]\n", "[fabric]\n    parts = { a = [\"leaf1\"] }\n");
+    let e = Scenario::from_toml(&bad, Path::new("t.toml"))
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at least two"), "{e}");
+    std::fs::remove_dir_all(&whole_opts.out).unwrap();
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
+/// Two network namespaces standing in for two machines, joined by a veth
+/// as their NICs (addresses 10.98.0.1 and .2, MTU `mtu`); removed on drop.
+struct Machines(Vec<String>);
+
+impl Machines {
+    fn new(tag: &str, mtu: u32) -> Self {
+        let m = Machines(vec![format!("mach-{tag}-1"), format!("mach-{tag}-2")]);
+        let ip = |args: &[&str]| {
+            let st = std::process::Command::new("ip").args(args).status().unwrap();
+            assert!(st.success(), "ip {args:?}");
+        };
+        for n in &m.0 {
+            ip(&["netns", "add", n]);
+            ip(&["-n", n, "link", "set", "lo", "up"]);
+        }
+        let mtu = mtu.to_string();
+        let (na, nb) = (format!("nic{tag}a"), format!("nic{tag}b"));
+        ip(&[
+            "link", "add", &na, "netns", &m.0[0], "mtu", &mtu, "type", "veth", "peer", "name",
+            &nb, "netns", &m.0[1], "mtu", &mtu,
+        ]);
+        for (n, nic, addr) in [(&m.0[0], &na, "10.98.0.1/24"), (&m.0[1], &nb, "10.98.0.2/24")] {
+            ip(&["-n", n, "addr", "add", addr, "dev", nic]);
+            ip(&["-n", n, "link", "set", nic, "up"]);
+        }
+        m
+    }
+
+    /// [`LEAF_SPINE_2X2`] with part a (leaf1, spine1) on the first machine
+    /// and part b (leaf2, spine2) on the second.
+    fn scenario(&self) -> String {
+        LEAF_SPINE_2X2.replace(
+            "[fabric]\n",
+            &format!(
+                "[fabric]\n    parts = {{ a = [\"leaf1\", \"spine1\"], b = [\"leaf2\", \"spine2\"] }}\n    \
+                 machines = {{ a = {{ netns = \"{}\", address = \"10.98.0.1\" }}, \
+                 b = {{ netns = \"{}\", address = \"10.98.0.2\" }} }}\n",
+                self.0[0], self.0[1]
+            ),
+        )
+    }
+
+    /// The links in machine `i` whose names start with `prefix-`.
+    fn links(&self, i: usize, prefix: &str) -> Vec<String> {
+        let o = std::process::Command::new("ip")
+            .args(["-n", &self.0[i], "-o", "link", "show"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split(": ").nth(1))
+            .map(|n| n.split('@').next().unwrap_or(n).to_string())
+            .filter(|n| n.starts_with(&format!("{prefix}-")))
+            .collect()
+    }
+}
+
+impl Drop for Machines {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", n])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn a_fabric_split_over_two_machines_runs_over_vxlan_wires() {
+    let name = "a_fabric_split_over_two_machines_runs_over_vxlan_wires";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _g = serial();
+    let (opts, prefix) = exp_options("machines");
+    let m = Machines::new(&prefix, 1600);
+    let text = m.scenario();
+    let t0 = Instant::now();
+    exp::run(&scenario(&text), "machines-test", &opts).expect("the fabric runs on two machines");
+    eprintln!("two machines: {:.1} s", t0.elapsed().as_secs_f64());
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    for i in 0..2 {
+        assert_eq!(m.links(i, &prefix), Vec::<String>::new(), "machine {i}");
+    }
+    let (g, results) = static_goodputs(&opts.out, 1);
+    eprintln!("goodput over VXLAN wires: {g:?} Mbit/s");
+    assert!(g[0] > 60.0, "{g:?}");
+    let dir = opts.out.join("dctcp-r0");
+    let merged = read_json(&dir.join("switch.json"));
+    assert_eq!(results[0]["hops"].as_array().unwrap().len(), 12);
+    // Each part's wire ends are its VXLAN devices, and they carried the
+    // traffic both ways.
+    let port = |name: &str| {
+        merged["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no port {name}"))
+            .clone()
+    };
+    let mut carried = 0;
+    for (here, there) in [("leaf1:spine2", "spine2:leaf1"), ("spine1:leaf2", "leaf2:spine1")] {
+        assert!(
+            port(here)["interface"]
+                .as_str()
+                .is_some_and(|i| i.starts_with(&format!("{prefix}-w"))),
+            "{}",
+            port(here)
+        );
+        for (from, to) in [(here, there), (there, here)] {
+            let tx = port(from)["io"]["tx_packets"].as_u64().unwrap();
+            let rx = port(to)["io"]["rx_packets"].as_u64().unwrap()
+                + port(to)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
+            assert!(rx <= tx && tx - rx <= 20, "{from} sent {tx}, {to} received {rx}");
+            carried += tx;
+        }
+    }
+    assert!(carried > 1000, "the tunnels carried {carried} frames");
+    std::fs::remove_dir_all(&opts.out).unwrap();
+    drop(m);
+
+    // An underlay that cannot carry a full-size frame with VXLAN's 50
+    // bytes is refused before any traffic, saying what to raise.
+    let (opts, prefix) = exp_options("machines-mtu");
+    let m = Machines::new(&prefix, 1500);
+    let e = exp::run(&scenario(&m.scenario()), "machines-mtu-test", &opts)
+        .expect_err("an underlay of 1500 bytes is refused");
+    let msg = format!("{e:#}");
+    assert!(msg.contains("needs 1550 through VXLAN"), "{msg}");
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    for i in 0..2 {
+        assert_eq!(m.links(i, &prefix), Vec::<String>::new(), "machine {i}");
+    }
+    let _ = std::fs::remove_dir_all(&opts.out);
+}
+
 fn assert_fails_clean(test: &str, edit: impl FnOnce(&mut RunOptions), want: &str) {
     let _g = serial();
     let (mut opts, prefix) = exp_options(test);

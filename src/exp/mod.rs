@@ -6,6 +6,8 @@
 //! papers report them, and plots.
 //!
 //! * [`scenario`] — the TOML format, validation, sweep expansion (no root).
+//! * [`placement`] — a fabric split over parts, and the machines (network
+//!   namespaces) they run on (no root).
 //! * [`results`] — what one combination produced (`result.json`), host TCP
 //!   counters (no root).
 //! * [`stats`] — intervals, tests and corrections across repeats (no root).
@@ -26,6 +28,7 @@
 pub mod archive;
 pub mod figures;
 pub mod markdown;
+pub mod placement;
 pub mod plan;
 pub mod plot;
 pub mod report;

@@ -528,22 +528,25 @@ impl StoredResult {
     }
 
     /// The queue samples the figures plot: the switch's own 1 ms series
-    /// when the run used it (and recorded how to line it up), else the
-    /// runner's 100 ms one.
+    /// when the run used it (and recorded how to line it up), a split
+    /// fabric's merged 1 ms series (in the runner's format) when it has
+    /// one, else the runner's 100 ms one.
     pub fn queue_series(&self) -> Result<Vec<QueueSample>, String> {
         let r = &self.result;
-        let fine = r.queue_samples == "switch_timeseries.csv";
-        let (file, offset) = match r.switch_offset_ms {
-            Some(off) if fine => ("switch_timeseries.csv", off),
-            _ => ("timeseries.csv", 0.0),
+        let (file, offset) = match (r.queue_samples.as_str(), r.switch_offset_ms) {
+            ("switch_timeseries.csv", Some(off)) => ("switch_timeseries.csv", Some(off)),
+            // The runner's own format, under a plain file name.
+            (f, _) if f.ends_with(".csv") && !f.contains('/') && f != "switch_timeseries.csv" => {
+                (f, None)
+            }
+            _ => ("timeseries.csv", None),
         };
         let path = self.dir.join(file);
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let parsed = if file == "timeseries.csv" {
-            read_csv(&text)
-        } else {
-            from_switch_csv(&text, &r.switch_ports, offset)
+        let parsed = match offset {
+            Some(off) => from_switch_csv(&text, &r.switch_ports, off),
+            None => read_csv(&text),
         };
         parsed.map_err(|e| format!("{}: {e}", path.display()))
     }

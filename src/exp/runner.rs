@@ -41,12 +41,15 @@ use serde_json::{json, Value};
 
 use super::report;
 use super::scenario::{Combo, Scenario, SweepValue, TrafficSpec};
+use crate::exp::placement::Placement;
+use crate::fabric::split::Part;
 use crate::timebase::Dilation;
 use crate::topo::{self, CongestionControl, RxCpus, TopoConfig, Topology};
 use crate::units::parse_duration;
 
 mod base_rtt;
 mod combo;
+mod parts;
 mod traffic;
 pub(crate) use traffic::resolve;
 
@@ -359,6 +362,16 @@ fn run_inner(
         let path = fabric_file(&opts.out);
         fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
+    // A fabric split over parts: one process each (on its machine), joined
+    // by wires.
+    let placement = sc.fabric_placement()?;
+    let _wires = match &placement {
+        Some(p) => {
+            parts::move_host_ports(p, &topo)?;
+            Some(parts::Wires::up(prefix, p, cfg.mtu)?)
+        }
+        None => None,
+    };
     let mut manifest = manifest(sc, name, opts, prefix, &topo, &combos, &started);
     write_json(&opts.out.join("manifest.json"), &manifest)?;
     let mut notes = Vec::new();
@@ -374,7 +387,15 @@ fn run_inner(
     };
     check_stop(&opts.stop)?;
     let servers = start_servers(sc, opts, &topo)?;
-    notes.extend(run_combos(sc, opts, &topo, &combos, &mut manifest, delay)?);
+    notes.extend(run_combos(
+        sc,
+        opts,
+        &topo,
+        &combos,
+        &mut manifest,
+        delay,
+        placement.as_ref(),
+    )?);
     drop(servers);
     // The summary and figures come from what was stored, exactly as
     // `softswitch-exp report` rebuilds them.
@@ -589,6 +610,7 @@ fn run_combos(
     combos: &[Combo],
     manifest: &mut Value,
     delay: Option<Duration>,
+    placement: Option<&Placement>,
 ) -> Result<Vec<String>> {
     let bar = progress_bar(opts.progress, combos.len());
     let mut notes = Vec::new();
@@ -605,7 +627,7 @@ fn run_combos(
             opts.retry_unfaithful,
             || {
                 check_stop(&opts.stop)?;
-                combo::run_combo(sc, opts, topo, combo, delay).with_context(|| {
+                combo::run_combo(sc, opts, topo, combo, delay, placement).with_context(|| {
                     format!(
                         "combination {} ({}{tag}, repeat {})",
                         combo.index, combo.aqm, combo.repeat
@@ -739,20 +761,39 @@ pub fn switch_args(
     out: &Path,
     delay: Option<Duration>,
 ) -> Vec<String> {
+    part_switch_args(sc, topo, aqm, socket, out, delay, None)
+}
+
+/// [`switch_args`] of the process that runs `part` of a split fabric
+/// (`None`: the whole fabric, or the one switch): its hosts' ports, its
+/// switches and its wires ([`parts`]).
+pub(crate) fn part_switch_args(
+    sc: &Scenario,
+    topo: &Topology,
+    aqm: &str,
+    socket: &Path,
+    out: &Path,
+    delay: Option<Duration>,
+    part: Option<&Part>,
+) -> Vec<String> {
     let sw = &sc.switch;
     // Validated before the run: a fabric that does not read is no fabric.
     let fabric = sc.fabric_desc().ok().flatten();
-    let ports: Vec<String> = match &fabric {
+    let ports: Vec<String> = match (&fabric, part) {
+        (_, Some(p)) => parts::part_ports(p, topo),
         // One interface per fabric host, in the hosts' order.
-        Some(f) => f
+        (Some(f), None) => f
             .hosts
             .iter()
             .filter_map(|h| topo.hosts.get(h.index - 1))
             .map(|h| h.switch_if.clone())
             .collect(),
-        None => topo.switch_ifs(),
+        (None, None) => topo.switch_ifs(),
     };
     let mut a: Vec<String> = vec!["--ports".into(), ports.join(",")];
+    if let Some(p) = part {
+        a.extend(parts::part_args(p, &topo.prefix));
+    }
     match &fabric {
         // The fabric gives every port its rate and delay.
         Some(_) => a.extend(["--topology".into(), fabric_file(out).display().to_string()]),

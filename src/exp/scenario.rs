@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::aqm::config::AQM_NAMES;
+use crate::exp::placement::{self, Placement};
 use crate::fabric::FabricDesc;
 use crate::sched::SchedName;
 use crate::timebase::Dilation;
@@ -903,15 +904,33 @@ impl Scenario {
                     .into(),
             ));
         }
+        self.fabric_placement()?;
         Ok(())
     }
 
-    /// `[fabric]` as the text of a `--topology` file (None: one switch).
+    /// `[fabric]` as the text of a `--topology` file (None: one switch):
+    /// every key but `parts` and `machines`, which are the runner's.
     pub fn fabric_text(&self) -> Result<Option<String>, ScenarioError> {
         self.fabric
             .as_ref()
-            .map(|t| toml::to_string(t).map_err(|e| inv(format!("[fabric]: {e}"))))
+            .map(|t| {
+                let mut t = t.clone();
+                for k in placement::RUNNER_KEYS {
+                    t.remove(k);
+                }
+                toml::to_string(&t).map_err(|e| inv(format!("[fabric]: {e}")))
+            })
             .transpose()
+    }
+
+    /// `[fabric] parts` and `[fabric.machines]`: the fabric split over one
+    /// process per part, and where each runs (None: one process runs the
+    /// whole fabric). See [`crate::exp::placement`].
+    pub fn fabric_placement(&self) -> Result<Option<Placement>, ScenarioError> {
+        let (Some(table), Some(desc)) = (self.fabric.as_ref(), self.fabric_desc()?) else {
+            return Ok(None);
+        };
+        placement::parse(table, &desc).map_err(inv)
     }
 
     /// The fabric `[fabric]` describes, read as the switch reads it.
@@ -2099,5 +2118,33 @@ mod tests {
             LEAF_SPINE.replace("spines = 2", "spines = 0")
         ));
         assert!(e.starts_with("scenario: [fabric]: topology"), "{e}");
+    }
+
+    #[test]
+    fn fabric_parts_are_the_runners_not_the_switchs_and_are_checked() {
+        let ws = WORKLOAD.replace("delay = { h1 = \"20us\" }", "");
+        let with = |parts: &str| format!("{ws}{LEAF_SPINE}\n[fabric]\nparts = {parts}\n");
+        let sc = parse(&with(
+            r#"{ a = ["leaf1", "spine1"], b = ["leaf2", "spine2"] }"#,
+        ))
+        .unwrap();
+        sc.validate().unwrap();
+        let placed = sc.fabric_placement().unwrap().expect("two parts");
+        assert_eq!(placed.split.parts.len(), 2);
+        assert_eq!(placed.split.wires.len(), 2);
+        // The switch's topology file has no `parts`, and reads the same.
+        let text = sc.fabric_text().unwrap().unwrap();
+        assert!(!text.contains("parts"), "{text}");
+        let whole = parse(&format!("{ws}{LEAF_SPINE}")).unwrap();
+        assert_eq!(sc.fabric_desc().unwrap(), whole.fabric_desc().unwrap());
+        assert!(whole.fabric_placement().unwrap().is_none());
+        // A bad split fails validation, under its key, saying what to change.
+        let e = err(&with(r#"{ a = ["leaf1", "spine1"], b = ["leaf2"] }"#));
+        assert!(
+            e.contains("fabric.parts: switches in no part: spine2"),
+            "{e}"
+        );
+        let e = err(&with(r#"["leaf1"]"#));
+        assert!(e.contains("fabric.parts: a table of part name"), "{e}");
     }
 }

@@ -35,6 +35,7 @@ pub mod arp;
 pub mod build;
 pub mod layout;
 pub mod routes;
+pub mod split;
 #[cfg(test)]
 mod tests;
 pub mod topology;

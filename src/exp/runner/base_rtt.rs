@@ -158,7 +158,7 @@ pub(super) fn measure(
     let out = File::create(dir.join("switch.json"))?;
     let log = File::create(dir.join("switch.log"))?;
     let mut switch = Proc::spawn("softswitch (base RTT probe)", c, out.into(), log.into())?;
-    super::combo::wait_ready(&mut switch, &socket, &dir, opts)?;
+    super::combo::wait_ready(&mut switch, &socket, &dir.join("switch.log"), opts)?;
     check_paths(sc, topo)?;
     let wait = whole_real_seconds(sc.dilation(), Duration::from_secs(1)).to_string();
     let mut names = Vec::new();

@@ -15,13 +15,16 @@ use serde_json::Value;
 
 use super::traffic::{finish_ping, read_traffic, start_ping, start_traffic, wait_traffic};
 use super::{
-    check_paths, check_stop, switch_args, write_json, Proc, RemoveOnDrop, RunOptions, POLL,
+    check_paths, check_stop, part_switch_args, parts, write_json, Proc, RemoveOnDrop, RunOptions,
+    POLL,
 };
 use crate::exp::results::{
     host_delta, parse_nstat, ComboResult, Fidelity, HopResult, HostTotals, SojournResult,
     SwitchTotals,
 };
 use crate::exp::scenario::{Combo, Scenario};
+use crate::exp::placement::{Machine, Placement};
+use crate::fabric::split::Part;
 use crate::exp::timeseries::{
     busiest_port, from_switch_csv, port_backlog_kb, samples_from_snapshot, write_csv, QueueSample,
 };
@@ -35,32 +38,34 @@ pub(super) fn run_combo(
     topo: &Topology,
     combo: &Combo,
     delay: Option<Duration>,
+    placement: Option<&Placement>,
 ) -> Result<ComboResult> {
     let dir = opts.out.join(&combo.dir);
     fs::create_dir_all(&dir)?;
-    let socket = PathBuf::from(format!(
-        "/tmp/softswitch-exp-{}-{}.sock",
-        topo.prefix, combo.index
-    ));
-    let _ = fs::remove_file(&socket);
-    // A killed switch leaves its socket file; remove it whatever happens.
-    let _socket_guard = RemoveOnDrop(socket.clone());
-    let mut switch = start_switch(sc, opts, topo, combo, &dir, &socket, delay)?;
-    wait_ready(&mut switch, &socket, &dir, opts)?;
+    // Every part answers before any host sends.
+    let mut switches = start_switches(sc, opts, topo, combo, &dir, delay, placement)?;
+    for s in &mut switches {
+        let log = part_file(&dir, "switch", s.part.as_deref(), "log");
+        wait_ready(&mut s.proc_, &s.socket, &log, opts)?;
+    }
     check_paths(sc, topo)?;
     let before = nstat_all(topo);
-    let sampler = Sampler::start(socket.clone(), sc.dilation());
+    let sockets = switches.iter().map(|s| s.socket.clone()).collect();
+    let sampler = Sampler::start(sockets, sc.dilation());
     let traffic = start_traffic(sc, opts, topo, combo, &dir);
     let ping = match &traffic {
         Ok(_) => start_ping(sc, opts, topo, &dir)?,
         Err(_) => None,
     };
-    let waited = traffic.and_then(|procs| wait_traffic(procs, &mut switch, opts, combo, sc));
+    let waited = traffic.and_then(|procs| {
+        let mut running: Vec<&mut Proc> = switches.iter_mut().map(|s| &mut s.proc_).collect();
+        wait_traffic(procs, &mut running, opts, combo, sc)
+    });
     let ping = finish_ping(ping, &dir, sc.dilation());
-    let (polled, offset) = sampler.stop();
+    let (polled, offsets) = sampler.stop();
     let (procs, wall_us) = waited?;
     let hosts = host_totals(topo, &before, &dir)?;
-    let switch_v = stop_switch(switch, &dir)?;
+    let (switch_v, part_ports) = stop_switches(switches, &dir, topo)?;
     write_csv(
         std::io::BufWriter::new(File::create(dir.join("timeseries.csv"))?),
         &polled,
@@ -68,7 +73,7 @@ pub(super) fn run_combo(
     // The switch names its ports (interfaces, or a fabric's `leaf1:spine2`)
     // in the order of its time series' port numbers.
     let names = port_names(&switch_v).unwrap_or_else(|| topo.switch_ifs());
-    let (queue_samples, series) = figure_series(&dir, &names, offset, polled, combo);
+    let (queue_samples, series) = figure_series(&dir, &part_ports, &offsets, polled, combo);
     let (queue_mean_kb, queue_p99_kb) = queue_stats(&series);
     let port = busiest_port(&series).or_else(|| SojournResult::busiest_by_bytes(&switch_v));
     let switch_totals = SwitchTotals::from_snapshot(&switch_v);
@@ -89,7 +94,7 @@ pub(super) fn run_combo(
         hosts,
         queue_samples,
         switch_ports: names,
-        switch_offset_ms: offset,
+        switch_offset_ms: offsets.first().copied().flatten(),
         fidelity: Fidelity::from_snapshot(&switch_v),
         queue_mean_kb,
         queue_p99_kb,
@@ -107,42 +112,129 @@ pub(super) fn run_combo(
     Ok(r)
 }
 
-/// The switch for one AQM, writing its exit JSON, log and 1 ms time series
-/// into `dir`.
-fn start_switch(
+/// `dir/<stem>.<ext>`, or `dir/<stem>-<part>.<ext>` for the process of one
+/// part of a split fabric.
+fn part_file(dir: &Path, stem: &str, part: Option<&str>, ext: &str) -> PathBuf {
+    match part {
+        Some(p) => dir.join(format!("{stem}-{p}.{ext}")),
+        None => dir.join(format!("{stem}.{ext}")),
+    }
+}
+
+/// One switch process of a combination, running.
+struct Running {
+    /// The part it runs (None: the whole fabric, or the one switch).
+    part: Option<String>,
+    proc_: Proc,
+    socket: PathBuf,
+    /// A killed switch leaves its socket file; removed whatever happens.
+    _socket_guard: RemoveOnDrop,
+}
+
+/// What one switch process of a combination is started with, besides the
+/// scenario: its stats socket, `topology.base_rtt`'s one-way delay, and
+/// the part of a split fabric it runs (None: all of it).
+pub(super) struct Launch<'a> {
+    pub socket: &'a Path,
+    pub delay: Option<Duration>,
+    pub part: Option<&'a Part>,
+}
+
+/// The switch processes for one AQM — one, or one per part of a split
+/// fabric (each on its machine) — each writing its exit JSON, log and 1 ms
+/// time series into `dir` (`switch.json`, or `switch-<part>.json` …).
+fn start_switches(
     sc: &Scenario,
     opts: &RunOptions,
     topo: &Topology,
     combo: &Combo,
     dir: &Path,
-    socket: &Path,
     delay: Option<Duration>,
-) -> Result<Proc> {
-    let mut c = Command::new(&opts.switch_bin);
-    c.args(combo_switch_args(sc, opts, topo, combo, dir, socket, delay));
-    let out = File::create(dir.join("switch.json"))?;
-    let log = File::create(dir.join("switch.log"))?;
-    Proc::spawn("softswitch", c, Stdio::from(out), Stdio::from(log))
+    placement: Option<&Placement>,
+) -> Result<Vec<Running>> {
+    let parts: Vec<(Option<&Part>, Option<&Machine>)> = match placement {
+        Some(p) => p
+            .split
+            .parts
+            .iter()
+            .zip(&p.machines)
+            .map(|(part, m)| (Some(part), m.as_ref()))
+            .collect(),
+        None => vec![(None, None)],
+    };
+    let mut running = Vec::new();
+    for (part, machine) in parts {
+        let name = part.map(|p| p.name.clone());
+        let socket = PathBuf::from(match &name {
+            Some(p) => format!("/tmp/softswitch-exp-{}-{}-{p}.sock", topo.prefix, combo.index),
+            None => format!("/tmp/softswitch-exp-{}-{}.sock", topo.prefix, combo.index),
+        });
+        let _ = fs::remove_file(&socket);
+        let guard = RemoveOnDrop(socket.clone());
+        let launch = Launch {
+            socket: &socket,
+            delay,
+            part,
+        };
+        let args = combo_switch_args(sc, opts, topo, combo, dir, &launch);
+        // On a machine: inside its namespace (the stats socket is a file,
+        // reached from any namespace).
+        let mut c = match machine {
+            Some(m) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &m.netns]).arg(&opts.switch_bin);
+                c
+            }
+            None => Command::new(&opts.switch_bin),
+        };
+        c.args(args);
+        let n = name.as_deref();
+        let out = File::create(part_file(dir, "switch", n, "json"))?;
+        let log = File::create(part_file(dir, "switch", n, "log"))?;
+        let what = match (n, machine) {
+            (Some(p), Some(m)) => format!("softswitch (part {p}, netns {})", m.netns),
+            (Some(p), None) => format!("softswitch (part {p})"),
+            _ => "softswitch".to_string(),
+        };
+        let proc_ = Proc::spawn(&what, c, Stdio::from(out), Stdio::from(log))?;
+        running.push(Running {
+            part: name,
+            proc_,
+            socket,
+            _socket_guard: guard,
+        });
+    }
+    Ok(running)
 }
 
 /// The switch's whole command line for one combination, whose directory is
-/// `dir`: [`switch_args`], its own 1 ms queue time series (every queue: what
-/// the queue figures plot), and with capture its pcapng files in the
-/// combination's own `pcap/` (switches of different combinations never
-/// share a capture directory).
+/// `dir`: [`switch_args`] (of its part, if it runs one), its own 1 ms queue
+/// time series (every queue: what the queue figures plot), and with
+/// capture its pcapng files in the combination's own `pcap/` (switches of
+/// different combinations never share a capture directory).
 pub(super) fn combo_switch_args(
     sc: &Scenario,
     opts: &RunOptions,
     topo: &Topology,
     combo: &Combo,
     dir: &Path,
-    socket: &Path,
-    delay: Option<Duration>,
+    launch: &Launch,
 ) -> Vec<String> {
-    let mut a = switch_args(sc, topo, &combo.aqm, socket, &opts.out, delay);
+    let mut a = part_switch_args(
+        sc,
+        topo,
+        &combo.aqm,
+        launch.socket,
+        &opts.out,
+        launch.delay,
+        launch.part,
+    );
+    let part = launch.part.map(|p| p.name.as_str());
     a.extend([
         "--timeseries".into(),
-        dir.join("switch_timeseries.csv").display().to_string(),
+        part_file(dir, "switch_timeseries", part, "csv")
+            .display()
+            .to_string(),
         "--ts-interval".into(),
         "1ms".into(),
     ]);
@@ -152,11 +244,11 @@ pub(super) fn combo_switch_args(
     a
 }
 
-/// Waits until the stats socket answers.
+/// Waits until the stats socket answers; `log` is the switch's.
 pub(super) fn wait_ready(
     switch: &mut Proc,
     socket: &Path,
-    dir: &Path,
+    log: &Path,
     opts: &RunOptions,
 ) -> Result<()> {
     let ready = Instant::now();
@@ -165,12 +257,17 @@ pub(super) fn wait_ready(
             return Ok(());
         }
         if let Some(st) = switch.exited() {
-            let log = fs::read_to_string(dir.join("switch.log")).unwrap_or_default();
-            bail!("the switch exited at start ({st}):\n{}", log.trim_end());
+            let text = fs::read_to_string(log).unwrap_or_default();
+            bail!(
+                "{} exited at start ({st}):\n{}",
+                switch.name,
+                text.trim_end()
+            );
         }
         if ready.elapsed() > Duration::from_secs(15) {
             bail!(
-                "the switch did not answer on {} within 15 s",
+                "{} did not answer on {} within 15 s",
+                switch.name,
                 socket.display()
             );
         }
@@ -181,30 +278,34 @@ pub(super) fn wait_ready(
 
 /// Live snapshots every [`POLL`] of emulated time (D × [`POLL`] of real
 /// time) from a thread, until stopped; sample times are emulated, as the
-/// switch's own clock (`elapsed_s`) is.
+/// switch's own clock (`elapsed_s`) is. With several switch processes (a
+/// split fabric) every one is read at the same instants.
 struct Sampler {
     sampling: Arc<AtomicBool>,
     samples: Arc<Mutex<Vec<QueueSample>>>,
-    /// The switch's clock (ms) at sampling start, from the first snapshot:
-    /// lines its own 1 ms time series up with the traffic.
-    offset_ms: Arc<Mutex<Option<f64>>>,
+    /// Each switch's clock (ms) at sampling start, from its first
+    /// snapshot: lines its own 1 ms time series up with the traffic.
+    offsets_ms: Arc<Mutex<Vec<Option<f64>>>>,
     thread: thread::JoinHandle<()>,
 }
 
 impl Sampler {
-    fn start(socket: PathBuf, dilation: Dilation) -> Self {
+    fn start(sockets: Vec<PathBuf>, dilation: Dilation) -> Self {
         let sampling = Arc::new(AtomicBool::new(true));
         let samples = Arc::new(Mutex::new(Vec::new()));
-        let offset_ms = Arc::new(Mutex::new(None::<f64>));
+        let offsets_ms = Arc::new(Mutex::new(vec![None::<f64>; sockets.len()]));
         let thread = {
-            let (sampling, samples, offset) =
-                (sampling.clone(), samples.clone(), offset_ms.clone());
+            let (sampling, samples, offsets) =
+                (sampling.clone(), samples.clone(), offsets_ms.clone());
             let period = dilation.to_real(POLL);
             thread::spawn(move || {
                 let start = Instant::now();
                 let mut next = start;
                 while sampling.load(Ordering::SeqCst) {
-                    sample_once(&socket, start, dilation, &samples, &offset);
+                    let t_ms = dilation.to_emulated(start.elapsed()).as_millis() as u64;
+                    for (i, socket) in sockets.iter().enumerate() {
+                        sample_once(socket, t_ms, &samples, &offsets, i);
+                    }
                     next += period;
                     let now = Instant::now();
                     if next > now {
@@ -218,27 +319,33 @@ impl Sampler {
         Sampler {
             sampling,
             samples,
-            offset_ms,
+            offsets_ms,
             thread,
         }
     }
 
-    /// Stops the thread: the samples and the switch's clock offset.
-    fn stop(self) -> (Vec<QueueSample>, Option<f64>) {
+    /// Stops the thread: the samples and each switch's clock offset.
+    fn stop(self) -> (Vec<QueueSample>, Vec<Option<f64>>) {
         self.sampling.store(false, Ordering::SeqCst);
         let _ = self.thread.join();
         let samples = std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
-        let offset = *self.offset_ms.lock().unwrap_or_else(|e| e.into_inner());
-        (samples, offset)
+        let offsets = self
+            .offsets_ms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        (samples, offsets)
     }
 }
 
+/// One snapshot of the switch on `socket` (the `i`-th) at `t_ms` of
+/// emulated time since sampling started.
 fn sample_once(
     socket: &Path,
-    start: Instant,
-    dilation: Dilation,
+    t_ms: u64,
     samples: &Mutex<Vec<QueueSample>>,
-    offset: &Mutex<Option<f64>>,
+    offsets: &Mutex<Vec<Option<f64>>>,
+    i: usize,
 ) {
     let Ok(text) = crate::stats::fetch(socket) else {
         return;
@@ -246,11 +353,10 @@ fn sample_once(
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return;
     };
-    let t_ms = dilation.to_emulated(start.elapsed()).as_millis() as u64;
-    let mut o = offset.lock().unwrap_or_else(|e| e.into_inner());
-    if o.is_none() {
+    let mut o = offsets.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(slot @ None) = o.get_mut(i) {
         if let Some(e) = v["elapsed_s"].as_f64() {
-            *o = Some(e * 1000.0 - t_ms as f64);
+            *slot = Some(e * 1000.0 - t_ms as f64);
         }
     }
     drop(o);
@@ -300,8 +406,8 @@ fn host_totals(
     Ok(hosts)
 }
 
-/// Stops the switch; its exit JSON.
-fn stop_switch(mut switch: Proc, dir: &Path) -> Result<Value> {
+/// Stops the switch; its exit JSON (from `json`, where its stdout went).
+fn stop_switch(mut switch: Proc, json: &Path) -> Result<Value> {
     let status = switch.stop(Duration::from_secs(10));
     // 3: it ran, and its exit JSON says NOT FAITHFUL — read below.
     let clean = |s: std::process::ExitStatus| {
@@ -309,16 +415,51 @@ fn stop_switch(mut switch: Proc, dir: &Path) -> Result<Value> {
     };
     if !status.is_some_and(clean) {
         bail!(
-            "the switch did not exit cleanly ({status:?}); see {}",
-            dir.join("switch.log").display()
+            "{} did not exit cleanly ({status:?}); see {}",
+            switch.name,
+            json.with_extension("log").display()
         );
     }
-    serde_json::from_str(&fs::read_to_string(dir.join("switch.json"))?)
-        .context("the switch's exit JSON (switch.json)")
+    serde_json::from_str(&fs::read_to_string(json)?)
+        .with_context(|| format!("the switch's exit JSON ({})", json.display()))
 }
 
-/// The samples the figures use: the switch's own 1 ms series when it is
-/// there and lines up, the 100 ms polled one otherwise; and which it was.
+/// The ports of one switch process, in the order of its time series' port
+/// numbers, and the file of that series.
+pub(super) struct PartPorts {
+    series: PathBuf,
+    names: Vec<String>,
+}
+
+/// Stops every switch process: one exit JSON for the combination (a split
+/// fabric's parts merged into `switch.json`, [`parts::merge_exits`]) and
+/// each process's ports.
+fn stop_switches(
+    switches: Vec<Running>,
+    dir: &Path,
+    topo: &Topology,
+) -> Result<(Value, Vec<PartPorts>)> {
+    let mut exits = Vec::new();
+    let mut ports = Vec::new();
+    let split = switches.iter().any(|s| s.part.is_some());
+    for s in switches {
+        let part = s.part.clone();
+        let v = stop_switch(s.proc_, &part_file(dir, "switch", part.as_deref(), "json"))?;
+        ports.push(PartPorts {
+            series: part_file(dir, "switch_timeseries", part.as_deref(), "csv"),
+            names: port_names(&v).unwrap_or_else(|| topo.switch_ifs()),
+        });
+        exits.push((part.unwrap_or_default(), v));
+    }
+    if !split {
+        let (_, v) = exits.pop().context("no switch ran")?;
+        return Ok((v, ports));
+    }
+    let merged = parts::merge_exits(&exits);
+    write_json(&dir.join("switch.json"), &merged)?;
+    Ok((merged, ports))
+}
+
 /// The port names of a switch's exit JSON, in its order (None: it has none).
 fn port_names(switch: &Value) -> Option<Vec<String>> {
     let names: Vec<String> = switch["ports"]
@@ -329,32 +470,61 @@ fn port_names(switch: &Value) -> Option<Vec<String>> {
     (!names.is_empty()).then_some(names)
 }
 
+/// The samples the figures use: the switches' own 1 ms series when every
+/// one is there and lines up (each process's ports and clock offset; a
+/// split fabric's parts on one time axis), the 100 ms polled one
+/// otherwise; and which it was.
 fn figure_series(
     dir: &Path,
-    names: &[String],
-    offset: Option<f64>,
+    parts: &[PartPorts],
+    offsets: &[Option<f64>],
     polled: Vec<QueueSample>,
     combo: &Combo,
 ) -> (String, Vec<QueueSample>) {
     let polled = ("timeseries.csv".to_string(), polled);
-    let (Some(off), Ok(text)) = (
-        offset,
-        fs::read_to_string(dir.join("switch_timeseries.csv")),
-    ) else {
-        return polled;
-    };
-    match from_switch_csv(&text, names, off) {
-        Ok(fine) if !fine.is_empty() => ("switch_timeseries.csv".to_string(), fine),
-        Ok(_) => polled,
+    let mut fine = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let (Some(Some(off)), Ok(text)) = (offsets.get(i), fs::read_to_string(&p.series)) else {
+            return polled;
+        };
+        match from_switch_csv(&text, &p.names, *off) {
+            Ok(rows) if !rows.is_empty() => fine.extend(rows),
+            Ok(_) => return polled,
+            Err(e) => {
+                eprintln!(
+                    "softswitch-exp: {}: {} unreadable ({e}); plotting the 100 ms samples",
+                    combo.dir,
+                    p.series.strip_prefix(dir).unwrap_or(&p.series).display()
+                );
+                return polled;
+            }
+        }
+    }
+    if let [one] = parts {
+        let file = one.series.file_name().map(|f| f.to_string_lossy().into_owned());
+        return (file.unwrap_or_default(), fine);
+    }
+    // The parts' series on one axis, in the runner's own CSV format (what
+    // `report` reads back: it does not know the parts' ports and offsets).
+    fine.sort_by_key(|s| s.t_ms);
+    let merged = dir.join(MERGED_SERIES);
+    let written = File::create(&merged)
+        .map_err(anyhow::Error::from)
+        .and_then(|f| write_csv(std::io::BufWriter::new(f), &fine).map_err(Into::into));
+    match written {
+        Ok(()) => (MERGED_SERIES.to_string(), fine),
         Err(e) => {
             eprintln!(
-                "softswitch-exp: {}: switch_timeseries.csv unreadable ({e}); plotting the 100 ms samples",
+                "softswitch-exp: {}: writing {MERGED_SERIES}: {e}; plotting the 100 ms samples",
                 combo.dir
             );
             polled
         }
     }
 }
+
+/// A split fabric's parts' 1 ms queue series merged onto one time axis.
+const MERGED_SERIES: &str = "timeseries-1ms.csv";
 
 /// The busiest port's backlog over the run: mean and 99th percentile, KB.
 fn queue_stats(series: &[QueueSample]) -> (f64, f64) {
@@ -401,7 +571,12 @@ mod tests {
         let sock = Path::new("/tmp/s.sock");
         let line = |sc: &Scenario, o: &RunOptions, c: &Combo| {
             let dir = o.out.join(&c.dir);
-            combo_switch_args(sc, o, &t, c, &dir, sock, None).join(" ")
+            let launch = Launch {
+                socket: sock,
+                delay: None,
+                part: None,
+            };
+            combo_switch_args(sc, o, &t, c, &dir, &launch).join(" ")
         };
         let sc = Scenario::from_toml(INCAST, Path::new("t.toml")).unwrap();
         sc.validate().unwrap();
@@ -435,14 +610,18 @@ mod tests {
         // The switch itself reads that command line.
         use clap::Parser;
         let mut argv = vec!["softswitch".to_string()];
+        let launch = Launch {
+            socket: sock,
+            delay: None,
+            part: None,
+        };
         argv.extend(combo_switch_args(
             &sc,
             &o,
             &t,
             &combos[0],
             Path::new("/r/x"),
-            sock,
-            None,
+            &launch,
         ));
         let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
         assert_eq!(cli.run.pcap.as_deref(), Some(Path::new("/r/x/pcap")));

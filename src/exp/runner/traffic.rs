@@ -347,7 +347,7 @@ pub(crate) fn resolve(base: &Path, p: &str) -> PathBuf {
 /// by it).
 pub(super) fn wait_traffic(
     mut procs: Vec<TrafficProc>,
-    switch: &mut Proc,
+    switches: &mut [&mut Proc],
     opts: &RunOptions,
     combo: &Combo,
     sc: &Scenario,
@@ -358,15 +358,20 @@ pub(super) fn wait_traffic(
         check_stop(&opts.stop)?;
         if let Some(Fault::KillSwitchAfter(d)) = opts.fault {
             if !killed && t0.elapsed() >= d {
-                switch.signal(nix::sys::signal::Signal::SIGKILL);
+                if let Some(first) = switches.first() {
+                    first.signal(nix::sys::signal::Signal::SIGKILL);
+                }
                 killed = true;
             }
         }
-        if let Some(st) = switch.exited() {
-            bail!(
-                "the switch exited while traffic was running ({st}); see {}/switch.log",
-                combo.dir
-            );
+        for switch in switches.iter_mut() {
+            if let Some(st) = switch.exited() {
+                bail!(
+                    "the switch exited while traffic was running ({}: {st}); see {}/switch*.log",
+                    switch.name,
+                    combo.dir
+                );
+            }
         }
         let mut running = 0;
         for p in &mut procs {
