@@ -400,11 +400,7 @@ fn caption(
     } else {
         format!("; {} flows (or queries) per repeat", per_repeat.join(" / "))
     };
-    let d = if s.dilation.is_none() {
-        "undilated".to_owned()
-    } else {
-        format!("D = {}", s.dilation)
-    };
+    let d = dilation_words(loaded, s);
     let pooled = if args.pooled {
         " Pooled p99: the 99th percentile of all flows of all faithful repeats together, as the papers report it (no test)."
     } else {
@@ -420,6 +416,37 @@ fn caption(
         s.baseline,
         summary::test_short(loaded.sc.stats.test),
     )
+}
+
+/// The time dilation of the table's runs: one D, or (`report --compare`
+/// of runs at several) each run's, by its label.
+fn dilation_words(loaded: &Loaded, s: &Summary) -> String {
+    let runs = loaded.scaling["compared"].as_array();
+    let differ = runs.is_some_and(|r| {
+        r.iter().any(|x| {
+            x["dilation"] != r[0]["dilation"] || x["host_dilation"] != r[0]["host_dilation"]
+        })
+    });
+    match runs {
+        Some(r) if differ => {
+            let each: Vec<String> = r
+                .iter()
+                .map(|x| {
+                    let num = |k: &str| x[k].as_f64().map_or("?".to_owned(), |v| v.to_string());
+                    let (d, h) = (num("dilation"), num("host_dilation"));
+                    let label = x["label"].as_str().unwrap_or("?");
+                    if h == d {
+                        format!("{label} at D = {d}")
+                    } else {
+                        format!("{label} at D = {d} with the hosts' timers at D = {h}, a negative control")
+                    }
+                })
+                .collect();
+            each.join(", ")
+        }
+        _ if s.dilation.is_none() => "undilated".to_owned(),
+        _ => format!("D = {}", s.dilation),
+    }
 }
 
 /// A run's command as the caption shows it: the binary by its name.

@@ -1068,6 +1068,16 @@ pub(crate) mod tests {
         assert_eq!(l.asked[&("D4:dctcp".to_owned(), "load0.50".to_owned())], 5);
         assert!(l.sc.dilation.is_none(), "no one D is the comparison's");
         assert_eq!(l.scaling["compared"][1]["dilation"], 4.0);
+        // A generated table's caption names each run's D, not "undilated".
+        let args = crate::exp::markdown::ReportArgs {
+            dirs: vec![d1.clone(), same.clone()],
+            compare: true,
+            markdown: true,
+            metrics: vec!["fct.small.mean_us".into()],
+            ..Default::default()
+        };
+        let t = crate::exp::markdown::table(&args, Path::new(""), "report").unwrap();
+        assert!(t.contains("; D1 at D = 1, D4 at D = 4, "), "{t}");
         // Each AQM against itself in the first directory: the same values
         // in another order, no difference — TCN too, though it is twice
         // DCTCP (against D1:dctcp it would be "higher").
