@@ -714,7 +714,12 @@ fn static_goodputs(out: &Path, repeats: usize) -> (Vec<f64>, Vec<serde_json::Val
         let result = read_json(&out.join(format!("dctcp-r{r}/result.json")));
         let flows = result["statics"].as_array().expect("static flows");
         assert_eq!(flows.len(), 2, "{}", result["statics"]);
-        g.push(flows.iter().map(|f| f["goodput_mbps"].as_f64().unwrap()).sum());
+        g.push(
+            flows
+                .iter()
+                .map(|f| f["goodput_mbps"].as_f64().unwrap())
+                .sum(),
+        );
         results.push(result);
     }
     (g, results)
@@ -736,7 +741,10 @@ fn a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does() {
     assert_ne!(split_sc, whole_sc);
     let (whole_opts, whole_prefix) = exp_options("whole");
     exp::run(&scenario(&whole_sc), "whole-test", &whole_opts).expect("the whole fabric runs");
-    assert_eq!(leftovers(&whole_prefix, &whole_opts.out), Vec::<String>::new());
+    assert_eq!(
+        leftovers(&whole_prefix, &whole_opts.out),
+        Vec::<String>::new()
+    );
     let (opts, prefix) = exp_options("parts");
     let t0 = Instant::now();
     exp::run(&scenario(&split_sc), "parts-test", &opts).expect("the split fabric runs");
@@ -798,10 +806,16 @@ fn a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does() {
         // What the receiving kernel dropped before the socket is counted there.
         let lost = |name: &str| port(name)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
         let mut carried = 0;
-        for (here, there) in [("leaf1:spine2", "spine2:leaf1"), ("spine1:leaf2", "leaf2:spine1")] {
+        for (here, there) in [
+            ("leaf1:spine2", "spine2:leaf1"),
+            ("spine1:leaf2", "leaf2:spine1"),
+        ] {
             for (from, to) in [(here, there), (there, here)] {
                 let (tx, rx) = (io(from, "tx_packets"), io(to, "rx_packets") + lost(to));
-                assert!(rx <= tx && tx - rx <= 20, "{from} sent {tx}, {to} received {rx}");
+                assert!(
+                    rx <= tx && tx - rx <= 20,
+                    "{from} sent {tx}, {to} received {rx}"
+                );
                 carried += tx;
             }
         }
@@ -827,7 +841,10 @@ impl Machines {
     fn new(tag: &str, mtu: u32) -> Self {
         let m = Machines(vec![format!("mach-{tag}-1"), format!("mach-{tag}-2")]);
         let ip = |args: &[&str]| {
-            let st = std::process::Command::new("ip").args(args).status().unwrap();
+            let st = std::process::Command::new("ip")
+                .args(args)
+                .status()
+                .unwrap();
             assert!(st.success(), "ip {args:?}");
         };
         for n in &m.0 {
@@ -837,10 +854,13 @@ impl Machines {
         let mtu = mtu.to_string();
         let (na, nb) = (format!("nic{tag}a"), format!("nic{tag}b"));
         ip(&[
-            "link", "add", &na, "netns", &m.0[0], "mtu", &mtu, "type", "veth", "peer", "name",
-            &nb, "netns", &m.0[1], "mtu", &mtu,
+            "link", "add", &na, "netns", &m.0[0], "mtu", &mtu, "type", "veth", "peer", "name", &nb,
+            "netns", &m.0[1], "mtu", &mtu,
         ]);
-        for (n, nic, addr) in [(&m.0[0], &na, "10.98.0.1/24"), (&m.0[1], &nb, "10.98.0.2/24")] {
+        for (n, nic, addr) in [
+            (&m.0[0], &na, "10.98.0.1/24"),
+            (&m.0[1], &nb, "10.98.0.2/24"),
+        ] {
             ip(&["-n", n, "addr", "add", addr, "dev", nic]);
             ip(&["-n", n, "link", "set", nic, "up"]);
         }
@@ -921,7 +941,10 @@ fn a_fabric_split_over_two_machines_runs_over_vxlan_wires() {
             .clone()
     };
     let mut carried = 0;
-    for (here, there) in [("leaf1:spine2", "spine2:leaf1"), ("spine1:leaf2", "leaf2:spine1")] {
+    for (here, there) in [
+        ("leaf1:spine2", "spine2:leaf1"),
+        ("spine1:leaf2", "leaf2:spine1"),
+    ] {
         assert!(
             port(here)["interface"]
                 .as_str()
@@ -933,7 +956,10 @@ fn a_fabric_split_over_two_machines_runs_over_vxlan_wires() {
             let tx = port(from)["io"]["tx_packets"].as_u64().unwrap();
             let rx = port(to)["io"]["rx_packets"].as_u64().unwrap()
                 + port(to)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
-            assert!(rx <= tx && tx - rx <= 20, "{from} sent {tx}, {to} received {rx}");
+            assert!(
+                rx <= tx && tx - rx <= 20,
+                "{from} sent {tx}, {to} received {rx}"
+            );
             carried += tx;
         }
     }

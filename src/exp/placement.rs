@@ -100,7 +100,9 @@ fn machines(table: &toml::Value, split: &Split) -> Result<Vec<Option<Machine>>, 
         .keys()
         .find(|k| !split.parts.iter().any(|p| &p.name == *k))
     {
-        return Err(format!("fabric.machines: `{k}` is not a part of fabric.parts"));
+        return Err(format!(
+            "fabric.machines: `{k}` is not a part of fabric.parts"
+        ));
     }
     let mut out = Vec::new();
     for p in &split.parts {
@@ -195,14 +197,22 @@ mod tests {
         let err = |m: &str| read(&format!("{PARTS}[machines]\n{m}")).unwrap_err();
         let a = "a = { netns = \"m1\", address = \"10.98.0.1\" }\n";
         assert!(err(a).contains("part b has no machine"));
-        assert!(err(&format!("{a}c = {{ netns = \"m3\", address = \"10.98.0.3\" }}\n"))
-            .contains("`c` is not a part"));
-        assert!(err(&format!("{a}b = {{ netns = \"m2\", address = \"10.98.0.1\" }}\n"))
-            .contains("one machine has one address, two have two"));
-        assert!(err(&format!("{a}b = {{ netns = \"m2\", address = \"10.98.0\" }}\n"))
-            .contains("fabric.machines.b: address"));
-        assert!(err(&format!("{a}b = {{ netns = \"m 2\", address = \"10.98.0.2\" }}\n"))
-            .contains("not a namespace name"));
+        assert!(err(&format!(
+            "{a}c = {{ netns = \"m3\", address = \"10.98.0.3\" }}\n"
+        ))
+        .contains("`c` is not a part"));
+        assert!(err(&format!(
+            "{a}b = {{ netns = \"m2\", address = \"10.98.0.1\" }}\n"
+        ))
+        .contains("one machine has one address, two have two"));
+        assert!(err(&format!(
+            "{a}b = {{ netns = \"m2\", address = \"10.98.0\" }}\n"
+        ))
+        .contains("fabric.machines.b: address"));
+        assert!(err(&format!(
+            "{a}b = {{ netns = \"m 2\", address = \"10.98.0.2\" }}\n"
+        ))
+        .contains("not a namespace name"));
         assert!(err(&format!(
             "{a}b = {{ netns = \"m2\", address = \"10.98.0.2\", user = \"x\" }}\n"
         ))
@@ -210,6 +220,8 @@ mod tests {
         let t: toml::Table =
             toml::from_str("[machines]\na = { netns = \"m1\", address = \"10.98.0.1\" }\n")
                 .unwrap();
-        assert!(parse(&t, &desc()).unwrap_err().contains("without fabric.parts"));
+        assert!(parse(&t, &desc())
+            .unwrap_err()
+            .contains("without fabric.parts"));
     }
 }

@@ -366,10 +366,7 @@ fn run_inner(
     // by wires.
     let placement = sc.fabric_placement()?;
     let _wires = match &placement {
-        Some(p) => {
-            parts::move_host_ports(p, &topo)?;
-            Some(parts::Wires::up(prefix, p, cfg.mtu)?)
-        }
+        Some(p) => Some(parts::Wires::up(prefix, p, cfg.mtu, &topo)?),
         None => None,
     };
     let mut manifest = manifest(sc, name, opts, prefix, &topo, &combos, &started);

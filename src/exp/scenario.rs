@@ -366,14 +366,11 @@ impl TopologySpec {
                     toml::Value::Integer(i) => i.to_string(),
                     toml::Value::String(s) => s.clone(),
                     toml::Value::Boolean(b) => u8::from(*b).to_string(),
-                    other => {
-                        return Err(inv(format!(
-                            "topology.sysctl.\"{k}\" = {other}: give an integer, a string or a boolean"
-                        )))
-                    }
+                    other => return Err(inv(format!(
+                        "topology.sysctl.\"{k}\" = {other}: give an integer, a string or a boolean"
+                    ))),
                 };
-                crate::topo::check_sysctl(k, &v)
-                    .map_err(|e| inv(format!("topology.{e}")))?;
+                crate::topo::check_sysctl(k, &v).map_err(|e| inv(format!("topology.{e}")))?;
                 Ok((k.clone(), v))
             })
             .collect()
@@ -1555,11 +1552,17 @@ mod tests {
         let v = serde_json::to_value(&sc).unwrap();
         assert_eq!(v["topology"]["sysctl"]["net.ipv4.tcp_early_retrans"], 0);
         let back: Scenario = serde_json::from_value(v).unwrap();
-        assert_eq!(back.topology.sysctls().unwrap(), sc.topology.sysctls().unwrap());
+        assert_eq!(
+            back.topology.sysctls().unwrap(),
+            sc.topology.sysctls().unwrap()
+        );
         let plain = serde_json::to_value(parse(WORKLOAD).unwrap()).unwrap();
         assert!(plain["topology"].get("sysctl").is_none());
         let e = err(&with(r#"{ "kernel.hz" = 100 }"#));
-        assert!(e.contains("topology.sysctl `kernel.hz`: only `net.*` keys"), "{e}");
+        assert!(
+            e.contains("topology.sysctl `kernel.hz`: only `net.*` keys"),
+            "{e}"
+        );
         let e = err(&with(r#"{ "net.ipv4.tcp_ecn" = [1] }"#));
         assert!(e.contains("give an integer, a string or a boolean"), "{e}");
     }

@@ -227,7 +227,10 @@ mod tests {
         let d = fabric();
         let s = split(
             &d,
-            &parts(&[("b", &["leaf2", "spine2"]), ("a", &["leaf1", "spine1", "h1"])]),
+            &parts(&[
+                ("b", &["leaf2", "spine2"]),
+                ("a", &["leaf1", "spine1", "h1"]),
+            ]),
         )
         .unwrap();
         // Parts in name order; switches in the fabric's order.
@@ -288,7 +291,11 @@ mod tests {
             "#,
         )
         .unwrap();
-        let s = split(&d, &parts(&[("a", &["leaf1"]), ("b", &["leaf2", "spine1"])])).unwrap();
+        let s = split(
+            &d,
+            &parts(&[("a", &["leaf1"]), ("b", &["leaf2", "spine1"])]),
+        )
+        .unwrap();
         let a: Vec<&str> = s.wires.iter().map(|w| w.a_port.as_str()).collect();
         assert_eq!(a.len(), 2, "{a:?}");
         assert!(a.iter().any(|p| p.ends_with("#2")), "{a:?}");
@@ -299,20 +306,30 @@ mod tests {
         let d = fabric();
         let err = |p: &[(&str, &[&str])]| split(&d, &parts(p)).unwrap_err();
         assert!(err(&[("a", &["leaf1", "leaf2", "spine1", "spine2"])]).contains("at least two"));
-        assert!(err(&[("a", &["leaf1", "spine1"]), ("b", &["leaf2", "spine1"])])
-            .contains("spine1 is in part a and in part b"));
+        assert!(
+            err(&[("a", &["leaf1", "spine1"]), ("b", &["leaf2", "spine1"])])
+                .contains("spine1 is in part a and in part b")
+        );
         assert!(err(&[("a", &["leaf1", "spine1"]), ("b", &["leaf2"])])
             .contains("switches in no part: spine2"));
-        assert!(err(&[("a", &["leaf1", "spine1"]), ("b", &["leaf2", "spine2", "leaf9"])])
-            .contains("no switch or host `leaf9`"));
-        assert!(err(&[("a", &["leaf1", "spine1", "h3"]), ("b", &["leaf2", "spine2"])])
-            .contains("host h3 is attached to leaf2, which is in part b"));
+        assert!(err(&[
+            ("a", &["leaf1", "spine1"]),
+            ("b", &["leaf2", "spine2", "leaf9"])
+        ])
+        .contains("no switch or host `leaf9`"));
+        assert!(err(&[
+            ("a", &["leaf1", "spine1", "h3"]),
+            ("b", &["leaf2", "spine2"])
+        ])
+        .contains("host h3 is attached to leaf2, which is in part b"));
         assert!(err(&[
             ("a", &["leaf1", "spine1", "leaf2", "spine2"]),
             ("b", &["h1"])
         ])
         .contains("part b has no switch"));
-        assert!(err(&[("a b", &["leaf1", "spine1"]), ("c", &["leaf2", "spine2"])])
-            .contains("part name `a b`"));
+        assert!(
+            err(&[("a b", &["leaf1", "spine1"]), ("c", &["leaf2", "spine2"])])
+                .contains("part name `a b`")
+        );
     }
 }

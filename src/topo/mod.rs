@@ -808,8 +808,22 @@ pub fn add_tunnel_end(
     );
     cmd::run(
         ip_in(Some(ns)).args([
-            "link", "add", name, "mtu", &mtu, "type", "vxlan", "id", &vni, "local", &local,
-            "remote", &remote, "dstport", "4789", "nolearning",
+            "link",
+            "add",
+            name,
+            "mtu",
+            &mtu,
+            "type",
+            "vxlan",
+            "id",
+            &vni,
+            "local",
+            &local,
+            "remote",
+            &remote,
+            "dstport",
+            "4789",
+            "nolearning",
         ]),
         "VXLAN support (CONFIG_VXLAN) is needed",
     )?;
@@ -830,7 +844,10 @@ fn underlay(ns: &str, remote: Ipv4Addr) -> Result<(String, u32), TopoError> {
         .ok_or_else(|| {
             TopoError::InvalidConfig(format!("no route to {remote} in namespace {ns}: {route}"))
         })?;
-    let link = cmd::run(ip_in(Some(ns)).args(["-j", "link", "show", "dev", &dev]), "")?;
+    let link = cmd::run(
+        ip_in(Some(ns)).args(["-j", "link", "show", "dev", &dev]),
+        "",
+    )?;
     let mtu = serde_json::from_str::<serde_json::Value>(&link)
         .ok()
         .and_then(|v| v[0]["mtu"].as_u64())

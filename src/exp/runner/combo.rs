@@ -18,16 +18,16 @@ use super::{
     check_paths, check_stop, part_switch_args, parts, write_json, Proc, RemoveOnDrop, RunOptions,
     POLL,
 };
+use crate::exp::placement::{Machine, Placement};
 use crate::exp::results::{
     host_delta, parse_nstat, ComboResult, Fidelity, HopResult, HostTotals, SojournResult,
     SwitchTotals,
 };
 use crate::exp::scenario::{Combo, Scenario};
-use crate::exp::placement::{Machine, Placement};
-use crate::fabric::split::Part;
 use crate::exp::timeseries::{
     busiest_port, from_switch_csv, port_backlog_kb, samples_from_snapshot, write_csv, QueueSample,
 };
+use crate::fabric::split::Part;
 use crate::timebase::Dilation;
 use crate::topo::Topology;
 
@@ -166,7 +166,10 @@ fn start_switches(
     for (part, machine) in parts {
         let name = part.map(|p| p.name.clone());
         let socket = PathBuf::from(match &name {
-            Some(p) => format!("/tmp/softswitch-exp-{}-{}-{p}.sock", topo.prefix, combo.index),
+            Some(p) => format!(
+                "/tmp/softswitch-exp-{}-{}-{p}.sock",
+                topo.prefix, combo.index
+            ),
             None => format!("/tmp/softswitch-exp-{}-{}.sock", topo.prefix, combo.index),
         });
         let _ = fs::remove_file(&socket);
@@ -501,7 +504,10 @@ fn figure_series(
         }
     }
     if let [one] = parts {
-        let file = one.series.file_name().map(|f| f.to_string_lossy().into_owned());
+        let file = one
+            .series
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned());
         return (file.unwrap_or_default(), fine);
     }
     // The parts' series on one axis, in the runner's own CSV format (what

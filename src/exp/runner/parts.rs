@@ -38,7 +38,8 @@ struct End {
 }
 
 /// The run's wires, removed when dropped: a veth pair between parts on one
-/// machine (or both on this one), a VXLAN tunnel between two machines.
+/// machine (or both on this one), a VXLAN tunnel between two machines;
+/// and the hosts' ports moved onto machines.
 pub(super) struct Wires {
     ends: Vec<End>,
 }
@@ -47,16 +48,19 @@ pub(super) struct Wires {
 /// its own per run (a hash of the prefix) and per wire, so that two runs
 /// between the same machines do not share one.
 fn vni(prefix: &str, w: usize) -> u32 {
-    let h = prefix
-        .bytes()
-        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let h = prefix.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
     ((h % 0xffff) << 8 | (w as u32 & 0xff)) + 1
 }
 
 impl Wires {
-    /// Makes every wire of `p` (MTU `mtu`, the hosts' links').
-    pub(super) fn up(prefix: &str, p: &Placement, mtu: u32) -> Result<Wires> {
+    /// Makes every wire of `p` (MTU `mtu`, the hosts' links'), after
+    /// moving the hosts' ports of parts on machines there
+    /// ([`Wires::move_host_ports`]).
+    pub(super) fn up(prefix: &str, p: &Placement, mtu: u32, topo: &Topology) -> Result<Wires> {
         let mut w = Wires { ends: Vec::new() };
+        w.move_host_ports(p, topo)?;
         for (i, wire) in p.split.wires.iter().enumerate() {
             let what = || format!("making the wire {} — {}", wire.a_port, wire.b_port);
             let (ma, mb) = (&p.machines[wire.parts.0], &p.machines[wire.parts.1]);
@@ -72,8 +76,15 @@ impl Wires {
                 bail!("{}: a tunnel needs a machine at both ends", what());
             };
             for (m, other, name) in [(ma, mb, a), (mb, ma, b)] {
-                topo::add_tunnel_end(&m.netns, &name, vni(prefix, i), m.address, other.address, mtu)
-                    .with_context(what)?;
+                topo::add_tunnel_end(
+                    &m.netns,
+                    &name,
+                    vni(prefix, i),
+                    m.address,
+                    other.address,
+                    mtu,
+                )
+                .with_context(what)?;
                 w.ends.push(End {
                     ns: Some(m.netns.clone()),
                     name,
@@ -94,18 +105,26 @@ impl Drop for Wires {
     }
 }
 
-/// Moves the switch-side interface of every host of a part that runs on a
-/// machine into that machine's namespace (where its softswitch runs). They
-/// go when the hosts' namespaces are removed (a veth pair goes whole).
-pub(super) fn move_host_ports(p: &Placement, topo: &Topology) -> Result<()> {
-    for (part, m) in p.split.parts.iter().zip(&p.machines) {
-        let Some(m) = m else { continue };
-        for port in part_ports(part, topo) {
-            topo::move_link(&port, &m.netns)
-                .with_context(|| format!("moving {port} into namespace {}", m.netns))?;
+impl Wires {
+    /// Moves the switch-side interface of every host of a part that runs
+    /// on a machine into that machine's namespace (where its softswitch
+    /// runs), and removes it from there when dropped: a host namespace's
+    /// devices go only when the kernel frees it, which may be after the
+    /// run has ended (its sockets hold it).
+    pub(super) fn move_host_ports(&mut self, p: &Placement, topo: &Topology) -> Result<()> {
+        for (part, m) in p.split.parts.iter().zip(&p.machines) {
+            let Some(m) = m else { continue };
+            for port in part_ports(part, topo) {
+                topo::move_link(&port, &m.netns)
+                    .with_context(|| format!("moving {port} into namespace {}", m.netns))?;
+                self.ends.push(End {
+                    ns: Some(m.netns.clone()),
+                    name: port,
+                });
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// `--ports` of part `p`'s process: its hosts' switch-side interfaces, in
@@ -225,7 +244,10 @@ mod tests {
     fn the_merged_report_has_every_part_and_holds_only_when_each_does() {
         let m = merge_exits(&[
             ("a".into(), exit("leaf1:spine2", true, &[], 3, 20.0)),
-            ("b".into(), exit("spine2:leaf1", false, &["port x lost 2 %"], 4, 50.0)),
+            (
+                "b".into(),
+                exit("spine2:leaf1", false, &["port x lost 2 %"], 4, 50.0),
+            ),
         ]);
         let names: Vec<&str> = m["ports"]
             .as_array()
@@ -254,20 +276,27 @@ mod tests {
         // A part without a verdict is not faithful, and says which.
         let mut none = exit("q", true, &[], 0, 0.0);
         none["fidelity"] = json!({});
-        let m = merge_exits(&[("a".into(), exit("p", true, &[], 0, 0.0)), ("b".into(), none)]);
+        let m = merge_exits(&[
+            ("a".into(), exit("p", true, &[], 0, 0.0)),
+            ("b".into(), none),
+        ]);
         assert!(!Fidelity::from_snapshot(&m).faithful);
         assert_eq!(m["fidelity"]["reasons"][0], "part b: no fidelity verdict");
     }
 
     #[test]
     fn each_part_names_its_hosts_switches_and_wire_ends() {
-        let d = FabricDesc::parse(
-            "[leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n",
-        )
-        .unwrap();
+        let d = FabricDesc::parse("[leaf_spine]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n")
+            .unwrap();
         let parts = [
-            ("a".to_string(), vec!["leaf1".to_string(), "spine1".to_string()]),
-            ("b".to_string(), vec!["leaf2".to_string(), "spine2".to_string()]),
+            (
+                "a".to_string(),
+                vec!["leaf1".to_string(), "spine1".to_string()],
+            ),
+            (
+                "b".to_string(),
+                vec!["leaf2".to_string(), "spine2".to_string()],
+            ),
         ]
         .into_iter()
         .collect();
@@ -279,7 +308,11 @@ mod tests {
         let (wa, wb) = (a[3].clone(), part_args(&s.parts[1], "xab12")[3].clone());
         for (i, w) in s.wires.iter().enumerate() {
             let (ea, eb) = topo::wire_names("xab12", i);
-            let (here, there) = if w.parts.0 == 0 { (&wa, &wb) } else { (&wb, &wa) };
+            let (here, there) = if w.parts.0 == 0 {
+                (&wa, &wb)
+            } else {
+                (&wb, &wa)
+            };
             assert!(here.contains(&format!("{}={ea}", w.a_port)), "{here}");
             assert!(there.contains(&format!("{}={eb}", w.b_port)), "{there}");
         }
