@@ -366,9 +366,11 @@ impl TopologySpec {
                     toml::Value::Integer(i) => i.to_string(),
                     toml::Value::String(s) => s.clone(),
                     toml::Value::Boolean(b) => u8::from(*b).to_string(),
-                    other => return Err(inv(format!(
+                    other => {
+                        return Err(inv(format!(
                         "topology.sysctl.\"{k}\" = {other}: give an integer, a string or a boolean"
-                    ))),
+                    )))
+                    }
                 };
                 crate::topo::check_sysctl(k, &v).map_err(|e| inv(format!("topology.{e}")))?;
                 Ok((k.clone(), v))
