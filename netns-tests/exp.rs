@@ -681,8 +681,9 @@ fn a_leaf_spine_run_says_which_hop_marked() {
 }
 
 /// A 2 × 2 leaf-spine, two hosts per leaf, 100 Mbit/s links to the
-/// spines: two long flows from leaf1's hosts to leaf2's, which ECMP may
-/// send over either spine.
+/// spines: 8 long flows from each of leaf1's hosts to leaf2's, which ECMP
+/// spreads over both spines (with one flow per pair, both landed on one
+/// spine in half the runs, and the goodput halved by chance).
 const LEAF_SPINE_2X2: &str = r#"
     [topology]
     hosts = 4
@@ -692,7 +693,7 @@ const LEAF_SPINE_2X2: &str = r#"
     [traffic]
     kind = "static"
     duration = "2s"
-    flows = [{ server = 1, client = 3 }, { server = 2, client = 4 }]
+    flows = [{ server = 1, client = 3, count = 8 }, { server = 2, client = 4, count = 8 }]
     [fabric]
     subnet = "10.97.0.0/24"
     seed = 3
@@ -705,7 +706,7 @@ const LEAF_SPINE_2X2: &str = r#"
     delay = "5us"
 "#;
 
-/// The two flows' goodput (Mbit/s) of each repeat of a run, and the
+/// The flows' goodput summed (Mbit/s) for each repeat of a run, and the
 /// combination results.
 fn static_goodputs(out: &Path, repeats: usize) -> (Vec<f64>, Vec<serde_json::Value>) {
     let mut g = Vec::new();
@@ -713,7 +714,7 @@ fn static_goodputs(out: &Path, repeats: usize) -> (Vec<f64>, Vec<serde_json::Val
     for r in 0..repeats {
         let result = read_json(&out.join(format!("dctcp-r{r}/result.json")));
         let flows = result["statics"].as_array().expect("static flows");
-        assert_eq!(flows.len(), 2, "{}", result["statics"]);
+        assert!(flows.len() >= 2, "{}", result["statics"]);
         g.push(
             flows
                 .iter()
@@ -754,7 +755,7 @@ fn a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does() {
     let (whole, _) = static_goodputs(&whole_opts.out, repeats);
     let (split, results) = static_goodputs(&opts.out, repeats);
     eprintln!("goodput: whole {whole:?}, split {split:?} Mbit/s");
-    // The fabric's two 100 Mbit/s spines carry both flows in both runs;
+    // The fabric's two 100 Mbit/s spines carry the flows in both runs;
     // the split one adds only the wires' own latency (tens of µs).
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     assert!(
