@@ -363,6 +363,11 @@ fn repeats_tell_noise_from_a_difference_and_report_rebuilds_them() {
         // A quantised median (the sojourn histogram's buckets) repeats
         // exactly: the same in every pair, and no p at all.
         assert!(ratio == 1.0 && same["p"].is_null(), "{same}");
+    } else if same["verdict"] == "no_spread" {
+        // Each configuration's median the same bucket in every repeat, but
+        // not the same bucket for both (seen once: 6.23 against 6.26 ms):
+        // no test can be made, and the buckets are neighbours.
+        assert!((0.95..=1.05).contains(&ratio), "{same}");
     } else if same["verdict"] == "no_difference" {
         let (lo, hi) = (
             same["ratio_ci95"][0].as_f64().unwrap_or(0.0),
