@@ -731,6 +731,42 @@ fn static_goodputs(out: &Path, repeats: usize) -> (Vec<f64>, Vec<serde_json::Val
     (g, results)
 }
 
+/// Port `name` of a merged exit report (`switch.json` of a split fabric).
+fn merged_port(merged: &serde_json::Value, name: &str) -> serde_json::Value {
+    merged["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no port {name}"))
+        .clone()
+}
+
+/// Each wire of the 2 × 2 split (leaf1—spine2, spine1—leaf2) carried
+/// traffic both ways, and its two ends agree: what one part sent the other
+/// received or its kernel dropped before the socket (counted there), but
+/// frames of the start-up chatter sent before the far end was bound.
+fn assert_wire_ends_agree(merged: &serde_json::Value) {
+    let port = |name: &str| merged_port(merged, name);
+    let mut carried = 0;
+    for (here, there) in [
+        ("leaf1:spine2", "spine2:leaf1"),
+        ("spine1:leaf2", "leaf2:spine1"),
+    ] {
+        for (from, to) in [(here, there), (there, here)] {
+            let tx = port(from)["io"]["tx_packets"].as_u64().unwrap();
+            let rx = port(to)["io"]["rx_packets"].as_u64().unwrap()
+                + port(to)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
+            assert!(
+                rx <= tx && tx - rx <= 20,
+                "{from} sent {tx}, {to} received {rx}"
+            );
+            carried += tx;
+        }
+    }
+    assert!(carried > 1000, "the wires carried {carried} frames");
+}
+
 #[test]
 fn a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does() {
     let name = "a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does";
@@ -796,36 +832,7 @@ fn a_fabric_split_over_two_parts_runs_from_one_command_as_the_whole_one_does() {
                 "spine2:leaf2"
             ]
         );
-        // A wire's two ends agree: what one part sent the other received
-        // (but frames of the start-up chatter sent before the far end was
-        // bound, which the kernel takes).
-        let port = |name: &str| {
-            merged["ports"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p["name"] == name)
-                .unwrap_or_else(|| panic!("no port {name}"))
-                .clone()
-        };
-        let io = |name: &str, k: &str| port(name)["io"][k].as_u64().unwrap();
-        // What the receiving kernel dropped before the socket is counted there.
-        let lost = |name: &str| port(name)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
-        let mut carried = 0;
-        for (here, there) in [
-            ("leaf1:spine2", "spine2:leaf1"),
-            ("spine1:leaf2", "leaf2:spine1"),
-        ] {
-            for (from, to) in [(here, there), (there, here)] {
-                let (tx, rx) = (io(from, "tx_packets"), io(to, "rx_packets") + lost(to));
-                assert!(
-                    rx <= tx && tx - rx <= 20,
-                    "{from} sent {tx}, {to} received {rx}"
-                );
-                carried += tx;
-            }
-        }
-        assert!(carried > 1000, "the wires carried {carried} frames");
+        assert_wire_ends_agree(&merged);
     }
     // A bad split is refused before anything is built.
     let bad = whole_sc.replace("[fabric]\n", "[fabric]\n    parts = { a = [\"leaf1\"] }\n");
@@ -937,39 +944,16 @@ fn a_fabric_split_over_two_machines_runs_over_vxlan_wires() {
     assert_eq!(results[0]["hops"].as_array().unwrap().len(), 12);
     // Each part's wire ends are its VXLAN devices, and they carried the
     // traffic both ways.
-    let port = |name: &str| {
-        merged["ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == name)
-            .unwrap_or_else(|| panic!("no port {name}"))
-            .clone()
-    };
-    let mut carried = 0;
-    for (here, there) in [
-        ("leaf1:spine2", "spine2:leaf1"),
-        ("spine1:leaf2", "leaf2:spine1"),
-    ] {
+    for end in ["leaf1:spine2", "spine1:leaf2"] {
+        let p = merged_port(&merged, end);
         assert!(
-            port(here)["interface"]
+            p["interface"]
                 .as_str()
                 .is_some_and(|i| i.starts_with(&format!("{prefix}-w"))),
-            "{}",
-            port(here)
+            "{p}"
         );
-        for (from, to) in [(here, there), (there, here)] {
-            let tx = port(from)["io"]["tx_packets"].as_u64().unwrap();
-            let rx = port(to)["io"]["rx_packets"].as_u64().unwrap()
-                + port(to)["kernel"]["rx_lost"].as_u64().unwrap_or(0);
-            assert!(
-                rx <= tx && tx - rx <= 20,
-                "{from} sent {tx}, {to} received {rx}"
-            );
-            carried += tx;
-        }
     }
-    assert!(carried > 1000, "the tunnels carried {carried} frames");
+    assert_wire_ends_agree(&merged);
     std::fs::remove_dir_all(&opts.out).unwrap();
     drop(m);
 
