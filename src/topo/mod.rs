@@ -689,18 +689,9 @@ fn add_veth(
         "veth support (CONFIG_VETH) is needed",
     )?;
     made.push(Made::Link(sw.to_owned()));
-
     // The switch port is L2 only: no IPv6 link-local, RS or MLD from the root
     // namespace into the switch.
-    let disable_v6 = format!("/proc/sys/net/ipv6/conf/{sw}/disable_ipv6");
-    if Path::new(&disable_v6).exists() {
-        std::fs::write(&disable_v6, "1").map_err(|source| TopoError::Io {
-            context: format!("cannot write {disable_v6}"),
-            source,
-        })?;
-    }
-    cmd::run(cmd::command(IP).args(["link", "set", sw, "up"]), "")?;
-    Ok(())
+    l2_up(None, sw)
 }
 
 /// The names of wire `i` between two softswitch processes of a run with
