@@ -254,7 +254,7 @@ const WITH_FILE: &[(&[&str], Option<&str>)] = &[
     (&["--config", "@BAD2"], Some("ports = [\"a\", \"b\"]\nqueues = \"many\"\n")),
     (&["--config", "@BAD3"], Some("ports = [\"a\", \"b\"]\n[port.zz]\nrate = \"1gbit\"\n")),
     (&["--config", "@BAD4"], Some("ports = [\"a\", \"b\"]\n[port.a]\nrat = \"1gbit\"\n")),
-    (&["--config", "@BAD5"], Some("ports = [\"a\", \"b\"]\nquantum = \"1514\"\n")),
+    (&["--config", "@BAD5"], Some("ports = [\"a\", \"b\"]\nquantum = true\n")),
     (&["--config", "@BAD6"], Some("ports = [\"a\", \"b\"]\nstats_socket = 3\n")),
     (&["--config", "@BAD7"], Some("ports = [\"a\", \"b\"]\npcap = 3\n")),
     (&["--config", "@BAD8"], Some("ports = \"a\"\n")),

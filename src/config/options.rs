@@ -264,14 +264,55 @@ impl Options {
     }
 }
 
+/// A list of numbers in a file: a TOML list (`quantum = [1514, 3028]`)
+/// or the flag's own text (`quantum = "1514,3028"`, as a scenario's
+/// `[switch]` has always written it), kept as the flag writes it (and
+/// checked where the flag is).
+fn number_list<'de, D, T>(d: D) -> Result<Option<String>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + ToString,
+{
+    struct Numbers<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de> + ToString> serde::de::Visitor<'de> for Numbers<T> {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of numbers, e.g. [1514, 3028] (or the flag's \"1514,3028\")")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut v: Vec<T> = Vec::new();
+            while let Some(x) = seq.next_element()? {
+                v.push(x);
+            }
+            Ok(Some(join(&v)))
+        }
+    }
+    d.deserialize_option(Numbers::<T>(std::marker::PhantomData))
+}
+
 /// A file list of numbers (`quantum = [1514, 3028]`) as the flag writes it.
 fn u64_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(Option::<Vec<u64>>::deserialize(d)?.map(|v| join(&v)))
+    number_list::<D, u64>(d)
 }
 
 /// A file list of queue numbers (`strict = [0, 1]`) as the flag writes it.
 fn usize_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(Option::<Vec<usize>>::deserialize(d)?.map(|v| join(&v)))
+    number_list::<D, usize>(d)
 }
 
 /// A file path, read as a string (so a wrong type says "expected a string").

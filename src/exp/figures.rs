@@ -108,11 +108,7 @@ fn aqms(input: &FigureInput) -> Vec<String> {
 }
 
 fn x_label(sc: &Scenario) -> &'static str {
-    match &sc.traffic {
-        TrafficSpec::Workload(_) => "load",
-        TrafficSpec::Incast(_) => "fan-in",
-        TrafficSpec::Static(_) => "flows",
-    }
+    sc.traffic.kind().x_label()
 }
 
 /// The legend of an AQM: its name, and where it rests on fewer faithful

@@ -27,6 +27,7 @@
 
 pub mod archive;
 pub mod figures;
+pub mod kinds;
 pub mod markdown;
 pub mod placement;
 pub mod plan;
@@ -38,6 +39,7 @@ pub mod scale;
 pub mod scenario;
 pub mod stats;
 pub mod summary;
+pub mod sweep;
 pub mod tidy;
 pub mod timeseries;
 

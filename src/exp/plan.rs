@@ -21,13 +21,12 @@
 //! night; the real time of a run is in its `manifest.json` (`elapsed_s`).
 
 use std::path::Path;
-use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
-use super::scenario::{Scenario, SweepValue, TrafficSpec};
-use crate::units::{parse_duration, parse_rate};
+use super::kinds::Combination;
+use super::scenario::{Scenario, SweepValue};
 
 /// Real seconds a combination costs besides its traffic: the switch's start
 /// (XDP attach, AF_XDP sockets), waiting for it, stopping it, reading the
@@ -80,57 +79,18 @@ pub fn jobs(
     Ok(out)
 }
 
-/// Expected emulated seconds of one combination's traffic.
+/// Expected emulated seconds of one combination's traffic (the kind's
+/// estimate).
 fn traffic_seconds(sc: &Scenario, sweep: SweepValue, quick: bool, base: &Path) -> Result<f64> {
-    let secs = |s: &str| parse_duration(s).map(|ns| ns as f64 / 1e9);
-    Ok(match (&sc.traffic, sweep) {
-        (TrafficSpec::Workload(w), SweepValue::Load(load)) => {
-            let rate = parse_rate(&sc.switch.rate)
-                .map_err(|e| anyhow!("switch.rate: {e}"))?
-                .bps() as f64;
-            let path = super::runner::resolve(base, &w.cdf);
-            let cdf = crate::traffic::cdf::FlowSizeCdf::from_file(&path)
-                .map_err(|e| anyhow!("traffic.cdf {}: {e}", path.display()))?;
-            let flows = Scenario::workload_flows(w, quick) as f64;
-            if load <= 0.0 || rate <= 0.0 {
-                bail!("a workload needs a positive load and rate");
-            }
-            // The arrivals span flows / λ; the last ones finish about one
-            // mean flow time after (at the leftover capacity).
-            let span = flows * cdf.mean() * 8.0 / (load * rate);
-            span + cdf.mean() * 8.0 / ((1.0 - load).max(0.05) * rate)
-        }
-        (TrafficSpec::Incast(i), sweep) => {
-            // A query starts `interval` after the last one started, or when
-            // it completed: at least its n responses at the link rate.
-            let rate = parse_rate(&sc.switch.rate)
-                .map_err(|e| anyhow!("switch.rate: {e}"))?
-                .bps() as f64;
-            let n = match sweep {
-                SweepValue::Fanin(n) => n as f64,
-                _ => i.servers.len() as f64,
-            };
-            let size = crate::units::parse_size(&i.size).unwrap_or(0) as f64;
-            let drain = if rate > 0.0 {
-                n * size * 8.0 / rate
-            } else {
-                0.0
-            };
-            Scenario::incast_queries(i, quick) as f64 * secs(&i.interval).unwrap_or(0.0).max(drain)
-        }
-        (TrafficSpec::Static(s), _) => {
-            let run = Scenario::static_duration(s, quick);
-            // Starts shrink with a --quick run, as the runner does.
-            let start = s
-                .flows
-                .iter()
-                .filter_map(|f| f.start.as_deref())
-                .map(|st| Scenario::static_start(s, st, quick))
-                .max()
-                .unwrap_or(Duration::ZERO);
-            run.as_secs_f64() + start.min(run).as_secs_f64()
-        }
-        (TrafficSpec::Workload(_), _) => bail!("a workload combination without a load"),
+    let rate = sc.switch.rate();
+    let no_addr = |_: usize| String::new();
+    sc.traffic.kind().seconds(&Combination {
+        sweep,
+        seed: sc.seed,
+        quick,
+        rate: &rate,
+        scenario_dir: base,
+        addr: &no_addr,
     })
 }
 

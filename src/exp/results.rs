@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::scenario::SweepValue;
+use super::sweep::SweepValue;
 use super::timeseries::{from_switch_csv, read_csv, sum_pkts, QueueSample};
 
 /// One flow as `softswitch-tg` writes it in its JSON (`report.flows`).
@@ -442,7 +442,7 @@ impl SojournResult {
 /// Everything one combination (one repeat of an AQM at a sweep value)
 /// produced: what `result.json` in its directory holds, and all a summary
 /// is rebuilt from (`softswitch-exp report`).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct ComboResult {
     /// The AQM.
     pub aqm: String,

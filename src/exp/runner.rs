@@ -40,7 +40,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::report;
-use super::scenario::{Combo, Scenario, SweepValue, TrafficSpec};
+use super::scenario::{Combo, Scenario, SweepValue};
 use crate::exp::placement::Placement;
 use crate::fabric::split::Part;
 use crate::timebase::Dilation;
@@ -51,7 +51,6 @@ mod base_rtt;
 mod combo;
 mod parts;
 mod traffic;
-pub(crate) use traffic::resolve;
 
 pub use base_rtt::BaseRtt;
 
@@ -310,12 +309,7 @@ fn preflight(sc: &Scenario, opts: &RunOptions) -> Result<()> {
             );
         }
     }
-    if let TrafficSpec::Workload(w) = &sc.traffic {
-        let cdf = traffic::resolve(&opts.scenario_dir, &w.cdf);
-        crate::traffic::cdf::FlowSizeCdf::from_file(&cdf)
-            .map_err(|e| anyhow!("traffic.cdf {}: {e}", cdf.display()))?;
-    }
-    Ok(())
+    sc.traffic.kind().preflight(&opts.scenario_dir)
 }
 
 /// Runs the scenario; everything it started is gone when this returns,
@@ -362,6 +356,9 @@ fn run_inner(
         let path = fabric_file(&opts.out);
         fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
+    let path = switch_config_file(&opts.out);
+    fs::write(&path, sc.switch.config_file_text(sc.fabric.is_some()))
+        .with_context(|| format!("writing {}", path.display()))?;
     // A fabric split over parts: one process each (on its machine), joined
     // by wires.
     let placement = sc.fabric_placement()?;
@@ -708,11 +705,7 @@ fn retried_entry(manifest: &mut Value, dir: &str, kept_as: &str, reasons: &[Stri
 
 /// Hosts that run a server (1-based, sorted).
 fn server_hosts(sc: &Scenario) -> Vec<usize> {
-    let mut v: Vec<usize> = match &sc.traffic {
-        TrafficSpec::Workload(w) => w.servers.clone(),
-        TrafficSpec::Incast(i) => i.servers.clone(),
-        TrafficSpec::Static(s) => s.flows.iter().map(|f| f.server).collect(),
-    };
+    let mut v: Vec<usize> = sc.traffic.kind().servers();
     v.sort_unstable();
     v.dedup();
     v
@@ -745,6 +738,13 @@ fn whole_real_seconds(d: Dilation, emulated: Duration) -> u64 {
 /// switch's `--topology`).
 pub fn fabric_file(out: &Path) -> PathBuf {
     out.join("fabric.toml")
+}
+
+/// Where the runner writes the switch's config file of a run: the
+/// scenario's `[switch]` settings ([`crate::exp::scenario::SwitchSpec::config_file_text`]),
+/// read by every switch of the run (`--config`).
+pub fn switch_config_file(out: &Path) -> PathBuf {
+    out.join("switch.toml")
 }
 
 /// The switch's command line for one AQM; `out` is the run's directory
@@ -791,16 +791,14 @@ pub(crate) fn part_switch_args(
     if let Some(p) = part {
         a.extend(parts::part_args(p, &topo.prefix));
     }
-    match &fabric {
-        // The fabric gives every port its rate and delay.
-        Some(_) => a.extend(["--topology".into(), fabric_file(out).display().to_string()]),
-        None => a.extend(["--rate".into(), sw.rate.clone()]),
+    // The fabric gives every port its rate and delay.
+    if fabric.is_some() {
+        a.extend(["--topology".into(), fabric_file(out).display().to_string()]);
     }
+    // The scenario's [switch] settings, as the switch's own config file.
     a.extend([
-        "--queues".into(),
-        sw.queues.to_string(),
-        "--rtt".into(),
-        sw.rtt.clone(),
+        "--config".into(),
+        switch_config_file(out).display().to_string(),
         "--aqm".into(),
         super::scenario::aqm_kind(aqm).into(),
         "--json".into(),
@@ -815,22 +813,6 @@ pub(crate) fn part_switch_args(
     if sc.rps() == RxCpus::Auto && !sw.extra_args.iter().any(|x| x == "--cpu") {
         a.extend(["--cpu".into(), "last".into()]);
     }
-    let mut opt = |flag: &str, v: &Option<String>| {
-        if let Some(v) = v {
-            a.push(flag.into());
-            a.push(v.clone());
-        }
-    };
-    opt("--buffer", &sw.buffer);
-    opt("--sched", &sw.sched);
-    opt("--quantum", &sw.quantum);
-    opt("--weights", &sw.weights);
-    opt("--strict", &sw.strict);
-    opt("--dscp-map", &sw.dscp_map);
-    opt(
-        "--frames",
-        &sw.frames_for(topo.hosts.len()).map(|f| f.to_string()),
-    );
     if let Some(opts) = sw.aqm_opts.get(aqm) {
         for (k, v) in opts {
             a.push("--aqm-opt".into());
@@ -867,18 +849,7 @@ pub(crate) fn part_switch_args(
 /// The (receiving host, sending host) pairs of the scenario's traffic,
 /// 1-based, each once.
 fn traffic_pairs(sc: &Scenario) -> Vec<(usize, usize)> {
-    let mut pairs: Vec<(usize, usize)> = match &sc.traffic {
-        TrafficSpec::Workload(w) => w
-            .clients
-            .iter()
-            .flat_map(|&c| w.servers.iter().map(move |&s| (c, s)))
-            .collect(),
-        TrafficSpec::Incast(i) => i.servers.iter().map(|&s| (i.receiver, s)).collect(),
-        TrafficSpec::Static(s) => s.flows.iter().map(|f| (f.client, f.server)).collect(),
-    };
-    let mut seen = std::collections::BTreeSet::new();
-    pairs.retain(|p| seen.insert(*p));
-    pairs
+    sc.traffic.kind().pairs()
 }
 
 /// Every receiving host reaches every sender through the switch (one ping,
@@ -1000,18 +971,24 @@ pub(super) mod tests {
             "--aqm tcn",
             "--aqm-opt mode=threshold --aqm-opt threshold=200us",
             "--port-delay xt-h2-sw=100us",
-            "--queues 4",
-            "--sched dwrr",
+            "--config /tmp/out/switch.toml",
             "--stats-socket /tmp/s.sock",
             "--json",
             "--seed 7",
         ] {
             assert!(a.contains(want), "want `{want}` in: {a}");
         }
-        assert!(
-            !a.contains("--frames"),
-            "the switch sizes its UMEM itself: {a}"
+        // The [switch] settings go in the switch's own config file.
+        let file = sc.switch.config_file_text(false);
+        let o = crate::config::Options::parse(&file).unwrap();
+        assert_eq!(o.queues, Some(4), "{file}");
+        assert_eq!(o.sched.as_deref(), Some("dwrr"), "{file}");
+        assert_eq!(
+            o.rate.as_deref(),
+            Some("1gbit"),
+            "the scenario's default: {file}"
         );
+        assert_eq!(o.frames, None, "the switch sizes its UMEM itself: {file}");
         let d = args(&sc, &t, "dctcp").join(" ");
         assert!(!d.contains("--aqm-opt"), "tcn's options stay with tcn: {d}");
         // By default Linux's receive processing, the switch unpinned.
@@ -1054,9 +1031,11 @@ pub(super) mod tests {
             ),
             "{a}"
         );
-        assert!(
-            !a.contains("--rate"),
-            "the fabric gives every port its rate: {a}"
+        let file = sc.switch.config_file_text(true);
+        assert_eq!(
+            crate::config::Options::parse(&file).unwrap().rate,
+            None,
+            "the fabric gives every port its rate: {file}"
         );
         let cfg = topo_config(&sc, "xt").unwrap();
         assert_eq!(cfg.subnet.to_string(), "10.98.0.0/24");
@@ -1102,7 +1081,12 @@ pub(super) mod tests {
         assert_eq!(a4[at + 1], "4");
         let rest: Vec<String> = [&a4[..at], &a4[at + 2..]].concat();
         assert_eq!(rest, a1);
-        assert!(a4.join(" ").contains("--rate 1gbit"), "{a4:?}");
+        assert!(
+            sc4.switch
+                .config_file_text(false)
+                .contains("rate = \"1gbit\""),
+            "the rate in the switch's config file is the emulated one"
+        );
         assert_eq!(topo_config(&sc4, "xt").unwrap().dilation.factor(), 4.0);
         let m4 = manifest(&sc4, "t", &opts(), "xt", &t, &sc4.combos(), "now");
         assert_eq!(m4["dilation"], 4.0);

@@ -40,7 +40,7 @@
 
 use serde::Serialize;
 
-use super::scenario::{BufferScaling, Scenario, ScenarioError, TrafficSpec};
+use super::scenario::{BufferScaling, Scenario, ScenarioError};
 use crate::timebase::Dilation;
 use crate::units::{fmt_size, parse_duration, parse_rate, parse_size, Rate};
 
@@ -77,23 +77,19 @@ pub fn scale(
              scenario's), or write the fabric at the rate you want"
         )));
     }
-    let old = parse_rate(&sc.switch.rate)
-        .map_err(|e| inv(format!("switch.rate `{}`: {e}", sc.switch.rate)))?;
+    let old_rate = sc.switch.rate();
+    let old = parse_rate(&old_rate).map_err(|e| inv(format!("switch.rate `{old_rate}`: {e}")))?;
     let new = parse_rate(rate).map_err(|e| inv(format!("--rate `{rate}`: {e}")))?;
     let f = new.bps() as f64 / old.bps() as f64;
     let mut out = sc.clone();
     let mut changes = Vec::new();
-    out.switch.rate = new.to_string();
-    changes.push(format!(
-        "switch.rate: {} → {}",
-        sc.switch.rate, out.switch.rate
-    ));
+    out.switch.set_rate(new.to_string());
+    changes.push(format!("switch.rate: {old_rate} → {}", out.switch.rate()));
     let scale_bytes = |b: u64| ((b as f64 * f).round() as u64).max(1);
 
     let buffer = sc
         .switch
-        .buffer
-        .clone()
+        .buffer()
         .unwrap_or_else(|| crate::config::DEFAULT_BUFFER.to_string());
     let b = parse_size(&buffer).map_err(|e| inv(format!("switch.buffer `{buffer}`: {e}")))?;
     if sc.scale.buffer == BufferScaling::Keep {
@@ -101,11 +97,11 @@ pub fn scale(
             "switch.buffer: {buffer} kept ([scale] buffer = \"keep\": its drain time × {:.3})",
             1.0 / f
         ));
-        out.switch.buffer = Some(buffer);
+        out.switch.set_buffer(Some(buffer));
     } else {
         let nb = fmt_size(scale_bytes(b));
         changes.push(format!("switch.buffer: {buffer} → {nb}"));
-        out.switch.buffer = Some(nb);
+        out.switch.set_buffer(Some(nb));
     }
 
     for (aqm, opts) in out.switch.aqm_opts.iter_mut() {
@@ -137,22 +133,16 @@ pub fn scale(
         }
     }
 
-    if let TrafficSpec::Static(st) = &mut out.traffic {
-        for (k, fl) in st.flows.iter_mut().enumerate() {
-            if let Some(r) = &fl.rate {
-                let pr = parse_rate(r)
-                    .map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
-                let nr = Rate::from_bps(((pr.bps() as f64 * f).round() as u64).max(1)).to_string();
-                changes.push(format!("traffic.flows[{k}].rate: {r} → {nr}"));
-                fl.rate = Some(nr);
-            }
-        }
-    }
+    // Paced flows keep their share of the link.
+    out.traffic
+        .kind_mut()
+        .scale_rates(f, &mut changes)
+        .map_err(inv)?;
     out.validate()?;
     Ok((
         out,
         Scaling {
-            from: sc.switch.rate.clone(),
+            from: sc.switch.rate(),
             to: new.to_string(),
             factor: f,
             changes,
@@ -171,31 +161,15 @@ pub fn probe(sc: &Scenario) -> Scenario {
     let first = &p.switch.aqm[0];
     p.switch.aqm_opts.retain(|k, _| k == first);
     p.switch.variant_args.retain(|k, _| k == first);
-    match &mut p.traffic {
-        TrafficSpec::Static(s) => {
-            if let Some(m) = s.flows_sweep.iter().copied().max() {
-                s.flows_sweep = vec![m];
-            }
-        }
-        TrafficSpec::Workload(w) => {
-            if let Some(m) = w.load.iter().copied().reduce(f64::max) {
-                w.load = vec![m];
-            }
-        }
-        TrafficSpec::Incast(i) => {
-            if let Some(m) = i.fanin.iter().copied().max() {
-                i.fanin = vec![m];
-            }
-        }
-    }
+    p.traffic.kind_mut().keep_heaviest();
     p
 }
 
 /// The rates a calibration tries, highest first: the scenario's rate, then
 /// ¾, ½, ⅓ and ¼ of it.
 pub fn candidates(sc: &Scenario) -> Result<Vec<String>, ScenarioError> {
-    let r = parse_rate(&sc.switch.rate)
-        .map_err(|e| inv(format!("switch.rate `{}`: {e}", sc.switch.rate)))?;
+    let rate = sc.switch.rate();
+    let r = parse_rate(&rate).map_err(|e| inv(format!("switch.rate `{rate}`: {e}")))?;
     Ok([1.0, 0.75, 0.5, 1.0 / 3.0, 0.25]
         .iter()
         .map(|f| {
@@ -280,7 +254,7 @@ pub fn calibrate(
         }
     }
     Ok(Calibration {
-        scenario_rate: sc.switch.rate.clone(),
+        scenario_rate: sc.switch.rate(),
         rate: found,
         trials,
         rule: format!(
@@ -312,8 +286,8 @@ pub fn judge_trial(rate: &str, sc: &Scenario, summary: &serde_json::Value) -> Tr
             reasons.push(format!("not faithful: {}", why.join("; ")));
         }
     }
-    let utilisation = match (&sc.traffic, parse_rate(rate)) {
-        (TrafficSpec::Static(_), Ok(r)) => {
+    let utilisation = match (sc.traffic.kind().as_static(), parse_rate(rate)) {
+        (Some(_), Ok(r)) => {
             let g = summary["repeats"][0]["values"]["goodput_mbps"]
                 .as_f64()
                 .unwrap_or(0.0);
@@ -500,7 +474,7 @@ pub fn calibrate_dilation(
         Ok(t)
     })?;
     Ok(DilationCalibration {
-        scenario_rate: sc.switch.rate.clone(),
+        scenario_rate: sc.switch.rate(),
         dilation: found,
         trials,
         rule: format!(
@@ -518,6 +492,7 @@ pub fn calibrate_dilation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exp::scenario::TrafficSpec;
     use std::path::Path;
 
     const FIG5: &str = r#"
@@ -600,7 +575,7 @@ mod tests {
     fn an_incast_scenario_may_keep_its_buffer() {
         let text = format!("{FIG5}\n[scale]\nbuffer = \"keep\"\n");
         let (s, how) = scale(&sc(&text), "250mbit", "test").unwrap();
-        assert_eq!(s.switch.buffer.as_deref(), Some("96kb"));
+        assert_eq!(s.switch.buffer().as_deref(), Some("96kb"));
         assert!(
             how.changes
                 .iter()
@@ -617,8 +592,8 @@ mod tests {
     #[test]
     fn bytes_and_bit_rates_scale_times_and_shares_stay() {
         let (s, how) = scale(&sc(FIG5), "500mbit", "test").unwrap();
-        assert_eq!(s.switch.rate, "500mbit");
-        assert_eq!(s.switch.buffer.as_deref(), Some("48kb"));
+        assert_eq!(s.switch.rate(), "500mbit");
+        assert_eq!(s.switch.buffer().as_deref(), Some("48kb"));
         let dq = &s.switch.aqm_opts["dctcp@queue"];
         assert_eq!(dq["k"].as_str(), Some("16kb"), "K = C·RTT·λ halves with C");
         assert_eq!(dq["occupancy"].as_str(), Some("queue"), "not a size");
@@ -628,7 +603,7 @@ mod tests {
             "a sojourn threshold is already in time"
         );
         assert_eq!(
-            s.switch.quantum.as_deref(),
+            s.switch.options().quantum.as_deref(),
             Some("1514"),
             "quanta are relative"
         );
@@ -652,7 +627,7 @@ mod tests {
         let (s, _) = scale(&sc(&text), "250mbit", "").unwrap();
         let d = parse_size(crate::config::DEFAULT_BUFFER).unwrap();
         assert_eq!(
-            parse_size(s.switch.buffer.as_deref().unwrap()).unwrap(),
+            parse_size(s.switch.buffer().as_deref().unwrap()).unwrap(),
             d / 4
         );
     }

@@ -15,7 +15,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::aqm::config::AQM_NAMES;
+use crate::exp::kinds;
+pub use crate::exp::kinds::{
+    FlowCount, IncastSpec, PingSpec, StaticFlow, StaticSpec, TrafficSpec, WorkloadSpec,
+};
 use crate::exp::placement::{self, Placement};
+pub use crate::exp::sweep::SweepValue;
 use crate::fabric::FabricDesc;
 use crate::sched::SchedName;
 use crate::timebase::Dilation;
@@ -379,44 +384,18 @@ impl TopologySpec {
     }
 }
 
-/// `[switch]`.
+/// `[switch]`: the sweep list of AQMs and their per-AQM options, and
+/// every other key a key of the switch's own config file — the fields of
+/// [`crate::config::Options`], the one declaration of the switch's
+/// settings (`rate`, `buffer`, `queues`, `sched`, `quantum`, `classify`,
+/// `ingress_rate`, `catchup`, …; `softswitch --help` lists them, `_` for
+/// `-`). The runner writes them into the switch's config file of the run
+/// ([`switch_config_file`](crate::exp::runner::switch_config_file)), so a
+/// setting the switch gains is a scenario key with no change here.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
 pub struct SwitchSpec {
     /// AQMs to compare (sweep list).
     pub aqm: Vec<String>,
-    /// Link rate of every port, e.g. `"1gbit"`.
-    #[serde(default = "default_rate")]
-    pub rate: String,
-    /// Shared buffer per port, e.g. `"96kb"` (switch default when absent).
-    #[serde(default)]
-    pub buffer: Option<String>,
-    /// Queues per port.
-    #[serde(default = "one")]
-    pub queues: u32,
-    /// Scheduler: sp, dwrr, wfq, sp+dwrr, sp+wfq.
-    #[serde(default)]
-    pub sched: Option<String>,
-    /// Base RTT the AQM defaults scale to.
-    #[serde(default = "default_rtt")]
-    pub rtt: String,
-    /// DWRR quanta, as `--quantum`.
-    #[serde(default)]
-    pub quantum: Option<String>,
-    /// WFQ weights, as `--weights`.
-    #[serde(default)]
-    pub weights: Option<String>,
-    /// Strict-priority queues, as `--strict`.
-    #[serde(default)]
-    pub strict: Option<String>,
-    /// DSCP → queue map, as `--dscp-map`.
-    #[serde(default)]
-    pub dscp_map: Option<String>,
-    /// UMEM frames of the switch (`--frames`); default: the switch's own
-    /// when it fits, else enough for every port's fill ring plus headroom
-    /// (see [`SwitchSpec::frames_for`]).
-    #[serde(default)]
-    pub frames: Option<u32>,
     /// Per-AQM parameters: `[switch.aqm_opts.tcn] threshold = "200us"` →
     /// `--aqm-opt threshold=200us` when that AQM runs.
     #[serde(default)]
@@ -428,290 +407,176 @@ pub struct SwitchSpec {
     /// `[switch.variant_args] "tcn@scfq" = ["--wfq-vtime", "scfq"]`.
     #[serde(default)]
     pub variant_args: BTreeMap<String, Vec<String>>,
+    /// Every other key: the switch's own settings, as its config file
+    /// writes them (checked against [`crate::config::Options`] by
+    /// [`Scenario::validate`]).
+    #[serde(flatten)]
+    pub settings: SwitchSettings,
 }
 
+/// The scenario's switch settings: keys of the switch's config file.
+/// A `null` (a manifest written when `[switch]` had fields of its own,
+/// `"buffer": null`) is an absent key.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SwitchSettings(pub toml::Table);
+
+impl Serialize for SwitchSettings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SwitchSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = BTreeMap::<String, Option<toml::Value>>::deserialize(d)?;
+        Ok(SwitchSettings(
+            m.into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect(),
+        ))
+    }
+}
+
+/// Keys of the switch's config file that the runner sets itself for every
+/// combination, with where a scenario says what it wants instead.
+const RUNNER_KEYS: [(&str, &str); 11] = [
+    ("ports", "the runner names the hosts' interfaces"),
+    ("topology", "a fabric is `[fabric]`"),
+    ("switches", "a split fabric is `[fabric] parts`"),
+    ("link_ifaces", "a split fabric is `[fabric] parts`"),
+    ("stats_socket", "the runner gives every switch its own"),
+    (
+        "dilation",
+        "D is the scenario's top-level `dilation` (or run --dilation)",
+    ),
+    ("pcap", "capture is `[capture]` (or run --pcap)"),
+    ("pcap_ports", "capture is `[capture]`"),
+    ("pcap_snaplen", "capture is `[capture] snaplen`"),
+    ("pcap_max_mb", "capture is `[capture] max_mb`"),
+    (
+        "port",
+        "per-host delays are `topology.delay`; interfaces are the runner's",
+    ),
+];
+
+/// Defaults of the scenario that differ from the switch's own (or that a
+/// scenario has always pinned): a combination's config file carries them
+/// unless the scenario sets the key.
+const SCENARIO_DEFAULTS: [(&str, &str); 2] = [
+    ("rate", crate::config::DEFAULT_RATE),
+    ("rtt", crate::config::DEFAULT_RTT),
+];
+
 impl SwitchSpec {
+    /// The settings as the switch reads them ([`crate::config::Options`]);
+    /// the default for a scenario that [`Scenario::validate`] refused.
+    pub fn options(&self) -> crate::config::Options {
+        self.parsed().unwrap_or_default()
+    }
+
+    fn parsed(&self) -> Result<crate::config::Options, String> {
+        crate::config::Options::deserialize(toml::Value::Table(self.settings.0.clone()))
+            .map_err(|e| e.to_string())
+    }
+
+    /// A text setting of the switch, as the scenario gives it.
+    fn text(&self, key: &str) -> Option<String> {
+        self.settings
+            .0
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    }
+
+    /// Link rate of every port (default 1gbit).
+    pub fn rate(&self) -> String {
+        self.options()
+            .rate
+            .unwrap_or_else(|| crate::config::DEFAULT_RATE.into())
+    }
+
+    /// Sets the link rate (`softswitch-exp --rate` scaling).
+    pub fn set_rate(&mut self, rate: String) {
+        self.settings
+            .0
+            .insert("rate".into(), toml::Value::String(rate));
+    }
+
+    /// Shared buffer per port (the switch's default when absent).
+    pub fn buffer(&self) -> Option<String> {
+        self.text("buffer")
+    }
+
+    /// Sets (or, with `None`, removes) the shared buffer per port.
+    pub fn set_buffer(&mut self, buffer: Option<String>) {
+        match buffer {
+            Some(b) => self
+                .settings
+                .0
+                .insert("buffer".into(), toml::Value::String(b)),
+            None => self.settings.0.remove("buffer"),
+        };
+    }
+
+    /// Base RTT the AQM defaults scale to (default 250us).
+    pub fn rtt(&self) -> String {
+        self.options()
+            .rtt
+            .unwrap_or_else(|| crate::config::DEFAULT_RTT.into())
+    }
+
+    /// Queues per port (default 1: a scenario's port has one queue unless
+    /// it says more, whatever the AQM's own default).
+    pub fn queues(&self) -> u32 {
+        self.options().queues.map_or(1, |q| q as u32)
+    }
+
+    /// The scheduler, if the scenario names one.
+    pub fn sched(&self) -> Option<String> {
+        self.options().sched
+    }
+
     /// `--frames` to pass to the switch: only the scenario's own `frames`.
     pub fn frames_for(&self, _ports: usize) -> Option<u32> {
         // The switch sizes its UMEM from its ports, buffers and wires itself
         // (`dataplane::frames_needed`); pass only what the scenario asks for.
-        self.frames
-    }
-}
-
-fn default_rate() -> String {
-    "1gbit".into()
-}
-fn default_rtt() -> String {
-    "250us".into()
-}
-
-/// `[traffic]`, chosen by `kind`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum TrafficSpec {
-    /// Poisson arrivals of flows with sizes from a CDF, at swept loads.
-    Workload(WorkloadSpec),
-    /// N senders answer one receiver at once, at swept fan-ins.
-    Incast(IncastSpec),
-    /// Long-lived flows, each on its DSCP / queue.
-    Static(StaticSpec),
-}
-
-/// `kind = "workload"`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadSpec {
-    /// Flow-size CDF file, relative to the scenario file's directory or the
-    /// current directory (TrafficGenerator format).
-    pub cdf: String,
-    /// Loads of each client's downlink to sweep, each in (0, 1].
-    pub load: Vec<f64>,
-    /// Flows per client per combination.
-    pub flows: usize,
-    /// Flows per client with `--quick` (default `flows / 10`, at least 20).
-    #[serde(default)]
-    pub quick_flows: Option<usize>,
-    /// Persistent connections per client per server.
-    #[serde(default = "default_conns")]
-    pub conns: usize,
-    /// DSCP mix, `softswitch-tg --dscp` syntax (`"0"`, `"0,1,2,3"`, `"0:25,8:75"`).
-    #[serde(default = "default_dscp")]
-    pub dscp: String,
-    /// Receiving hosts (1-based); each runs a client asking every server.
-    pub clients: Vec<usize>,
-    /// Sending hosts (1-based); each runs a server.
-    pub servers: Vec<usize>,
-}
-
-fn default_conns() -> usize {
-    4
-}
-fn default_dscp() -> String {
-    "0".into()
-}
-
-/// `kind = "incast"`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct IncastSpec {
-    /// The receiving host (1-based).
-    pub receiver: usize,
-    /// Candidate senders (1-based); fan-in `n` uses the first `n`.
-    pub servers: Vec<usize>,
-    /// Fan-ins to sweep.
-    pub fanin: Vec<usize>,
-    /// Bytes each sender answers per query, e.g. `"64kb"`.
-    pub size: String,
-    /// Queries per combination.
-    #[serde(default = "default_queries")]
-    pub queries: u32,
-    /// Queries with `--quick` (default `queries / 5`, at least 5).
-    #[serde(default)]
-    pub quick_queries: Option<u32>,
-    /// Start-to-start spacing of queries.
-    #[serde(default = "default_interval")]
-    pub interval: String,
-    /// DSCP of every flow.
-    #[serde(default)]
-    pub dscp: u8,
-    /// Fan-ins above the number of servers reuse them in turn: fan-in `n`
-    /// opens `n` connections, the `k`-th to `servers[k mod len]` (several
-    /// responders per sending host, as the R-AQM incast of 1000 senders
-    /// needs on a machine with few namespaces). Default false.
-    #[serde(default)]
-    pub cycle_servers: bool,
-    /// A new connection per responder for every query (`softswitch-tg
-    /// incast --fresh`), so every response starts from the initial window
-    /// as the R-AQM paper's flows do. Default false (persistent).
-    #[serde(default)]
-    pub fresh: bool,
-}
-
-impl IncastSpec {
-    /// The sending hosts of fan-in `n`, one entry per connection.
-    pub fn senders(&self, n: usize) -> Vec<usize> {
-        if self.servers.is_empty() {
-            return Vec::new();
-        }
-        (0..n)
-            .map(|k| self.servers[k % self.servers.len()])
-            .collect()
-    }
-}
-
-fn default_queries() -> u32 {
-    100
-}
-fn default_interval() -> String {
-    "10ms".into()
-}
-
-/// `kind = "static"`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct StaticSpec {
-    /// How long every flow runs.
-    pub duration: String,
-    /// Duration with `--quick` (default a fifth, at least 2 s).
-    #[serde(default)]
-    pub quick_duration: Option<String>,
-    /// Goodput sampling period.
-    #[serde(default = "default_sample")]
-    pub sample: String,
-    /// The flows.
-    pub flows: Vec<StaticFlow>,
-    /// **Sweep list** of flow counts for the entries with `count = "sweep"`
-    /// (e.g. `[2, 4, 8, 16]`: queue length vs number of flows).
-    #[serde(default)]
-    pub flows_sweep: Vec<usize>,
-    /// RTT probe: ping from one host to another with a DSCP (its queue),
-    /// for the whole run (TCN §6.1.1 Fig. 5b measures queue 3 with ping).
-    #[serde(default)]
-    pub ping: Option<PingSpec>,
-}
-
-/// `[traffic.ping]`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct PingSpec {
-    /// Host that pings (1-based).
-    pub from: usize,
-    /// Host pinged.
-    pub to: usize,
-    /// DSCP of the probes (selects their queue).
-    #[serde(default)]
-    pub dscp: u8,
-    /// Interval between probes (≥ 1ms).
-    #[serde(default = "default_ping_interval")]
-    pub interval: String,
-    /// When to start, from the traffic start (default: 1/4 of the run, when
-    /// the flows have converged).
-    #[serde(default)]
-    pub start: Option<String>,
-}
-
-fn default_ping_interval() -> String {
-    "10ms".into()
-}
-
-/// How many parallel flows a static entry runs: a number, or the swept count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlowCount {
-    /// This many.
-    Fixed(usize),
-    /// `traffic.flows_sweep`'s value of the combination.
-    Sweep,
-}
-
-impl Default for FlowCount {
-    fn default() -> Self {
-        FlowCount::Fixed(1)
-    }
-}
-
-/// Written as the scenario file writes it (`4`, `"sweep"`), so a manifest's
-/// scenario reads back.
-impl Serialize for FlowCount {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            FlowCount::Fixed(n) => s.serialize_u64(*n as u64),
-            FlowCount::Sweep => s.serialize_str("sweep"),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for FlowCount {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(i64),
-            S(String),
-            // Manifests written before FlowCount serialised as above.
-            Old {
-                #[serde(rename = "Fixed")]
-                fixed: i64,
-            },
-        }
-        match Raw::deserialize(d)? {
-            Raw::Old { fixed } => Ok(FlowCount::Fixed(fixed.max(1) as usize)),
-            Raw::S(s) if s == "Sweep" => Ok(FlowCount::Sweep),
-            Raw::N(n) if n >= 1 => Ok(FlowCount::Fixed(n as usize)),
-            Raw::N(n) => Err(serde::de::Error::custom(format!(
-                "count = {n}: a flow entry runs at least 1 flow"
-            ))),
-            Raw::S(s) if s == "sweep" => Ok(FlowCount::Sweep),
-            Raw::S(s) => Err(serde::de::Error::custom(format!(
-                "count = \"{s}\": give a number or \"sweep\" (traffic.flows_sweep)"
-            ))),
-        }
-    }
-}
-
-fn default_sample() -> String {
-    "100ms".into()
-}
-
-/// One long-lived flow: `server` sends to `client`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct StaticFlow {
-    /// Sending host (1-based).
-    pub server: usize,
-    /// Receiving host (1-based).
-    pub client: usize,
-    /// DSCP (selects the queue through the switch's DSCP map).
-    #[serde(default)]
-    pub dscp: u8,
-    /// Pace to this rate (default unpaced).
-    #[serde(default)]
-    pub rate: Option<String>,
-    /// Start this long after the traffic starts (default at once).
-    #[serde(default)]
-    pub start: Option<String>,
-    /// Transfer this many bytes and end (its FCT is recorded); default:
-    /// run for the whole duration.
-    #[serde(default)]
-    pub size: Option<String>,
-    /// Parallel flows of this entry: a number, or `"sweep"` for the
-    /// combination's value of `traffic.flows_sweep`.
-    #[serde(default)]
-    pub count: FlowCount,
-}
-
-/// The swept x value of a combination.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SweepValue {
-    /// Workload load.
-    Load(f64),
-    /// Incast fan-in.
-    Fanin(usize),
-    /// Static flows: the number of flows of the `count = "sweep"` entries.
-    Flows(usize),
-    /// Static flows: nothing swept but the AQM.
-    None,
-}
-
-impl SweepValue {
-    /// Numeric x for tables and plots (0 for `None`).
-    pub fn x(&self) -> f64 {
-        match *self {
-            SweepValue::Load(l) => l,
-            SweepValue::Fanin(n) | SweepValue::Flows(n) => n as f64,
-            SweepValue::None => 0.0,
-        }
+        self.options().frames
     }
 
-    /// Directory-name fragment: `load0.50`, `fanin8`, or empty.
-    pub fn tag(&self) -> String {
-        match *self {
-            SweepValue::Load(l) => format!("load{l:.2}"),
-            SweepValue::Fanin(n) => format!("fanin{n}"),
-            SweepValue::Flows(n) => format!("flows{n}"),
-            SweepValue::None => String::new(),
+    /// The switch's config file for a combination: the scenario's settings
+    /// with the scenario's defaults (`rate`, `rtt`, `queues = 1`) filled
+    /// in; `fabric`: without `rate` (the fabric gives every port its rate,
+    /// and `switch.rate` is what the loads are relative to).
+    pub fn config_file_text(&self, fabric: bool) -> String {
+        let mut t = self.settings.0.clone();
+        for (k, v) in SCENARIO_DEFAULTS {
+            t.entry(k).or_insert_with(|| toml::Value::String(v.into()));
         }
+        t.entry("queues").or_insert(toml::Value::Integer(1));
+        if fabric {
+            t.remove("rate");
+        }
+        toml::to_string(&t).unwrap_or_default()
+    }
+
+    /// The settings are keys of the switch's config file, and none is one
+    /// the runner sets itself.
+    fn check_settings(&self) -> Result<(), ScenarioError> {
+        for (key, why) in RUNNER_KEYS {
+            if self.settings.0.contains_key(key) {
+                return Err(inv(format!(
+                    "switch.{key}: set by the runner for every combination ({why})"
+                )));
+            }
+        }
+        self.parsed().map(|_| ()).map_err(|e| {
+            inv(format!(
+                "[switch]: {} — every key of [switch] besides aqm, aqm_opts, extra_args and \
+                 variant_args is a key of the switch's config file (`softswitch --help`, `_` \
+                 for `-`)",
+                e.trim()
+            ))
+        })
     }
 }
 
@@ -816,11 +681,10 @@ impl Scenario {
         self.validate_switch()?;
         self.validate_fidelity()?;
         self.validate_capture()?;
-        match &self.traffic {
-            TrafficSpec::Workload(w) => self.validate_workload(w),
-            TrafficSpec::Incast(i) => self.validate_incast(i),
-            TrafficSpec::Static(s) => self.validate_static(s),
-        }
+        self.traffic
+            .kind()
+            .validate(self.topology.hosts)
+            .map_err(ScenarioError::Invalid)
     }
 
     /// `[topology]`.
@@ -951,7 +815,7 @@ impl Scenario {
         for a in &sw.aqm {
             check_aqm_entry(a)?;
         }
-        if let Some(dup) = first_duplicate(&sw.aqm) {
+        if let Some(dup) = kinds::first_duplicate(&sw.aqm) {
             return Err(inv(format!("switch.aqm lists `{dup}` twice")));
         }
         for a in sw.aqm_opts.keys() {
@@ -978,19 +842,19 @@ impl Scenario {
                 )));
             }
         }
-        parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate `{}`: {e}", sw.rate)))?;
-        if let Some(b) = &sw.buffer {
-            parse_size(b).map_err(|e| inv(format!("switch.buffer `{b}`: {e}")))?;
+        sw.check_settings()?;
+        let rate = sw.rate();
+        parse_rate(&rate).map_err(|e| inv(format!("switch.rate `{rate}`: {e}")))?;
+        if let Some(b) = sw.buffer() {
+            parse_size(&b).map_err(|e| inv(format!("switch.buffer `{b}`: {e}")))?;
         }
-        check_duration("switch.rtt", &sw.rtt)?;
-        if !(1..=128).contains(&sw.queues) {
-            return Err(inv(format!(
-                "switch.queues = {} — must be 1..=128",
-                sw.queues
-            )));
+        check_duration("switch.rtt", &sw.rtt())?;
+        let queues = sw.options().queues.unwrap_or(1);
+        if !(1..=128).contains(&queues) {
+            return Err(inv(format!("switch.queues = {queues} — must be 1..=128")));
         }
         self.validate_aqm_opts()?;
-        if let Some(s) = &sw.sched {
+        if let Some(s) = &sw.sched() {
             if !SchedName::ALL.iter().any(|n| n.as_str() == s) {
                 return Err(inv(format!(
                     "switch.sched: unknown scheduler `{s}` — choose sp, dwrr, wfq, sp+dwrr or sp+wfq"
@@ -1009,9 +873,9 @@ impl Scenario {
     fn validate_aqm_opts(&self) -> Result<(), ScenarioError> {
         let sw = &self.switch;
         let env = crate::aqm::AqmEnv {
-            rate: parse_rate(&sw.rate).map_err(|e| inv(format!("switch.rate: {e}")))?,
-            rtt_ns: parse_duration(&sw.rtt).map_err(|e| inv(format!("switch.rtt: {e}")))?,
-            num_queues: sw.queues as usize,
+            rate: parse_rate(&sw.rate()).map_err(|e| inv(format!("switch.rate: {e}")))?,
+            rtt_ns: parse_duration(&sw.rtt()).map_err(|e| inv(format!("switch.rtt: {e}")))?,
+            num_queues: sw.queues() as usize,
             mtu_bytes: crate::config::MTU,
             quanta: None,
         };
@@ -1091,183 +955,6 @@ impl Scenario {
         Ok(())
     }
 
-    /// `[traffic]`, `kind = "workload"`.
-    fn validate_workload(&self, w: &WorkloadSpec) -> Result<(), ScenarioError> {
-        if w.load.is_empty() {
-            return Err(inv(
-                "traffic.load is empty — list at least one load, e.g. load = [0.5]".into(),
-            ));
-        }
-        for &l in &w.load {
-            if !(l > 0.0 && l <= 1.0) {
-                return Err(inv(format!("traffic.load {l} is outside (0, 1]")));
-            }
-        }
-        if w.flows == 0 || w.quick_flows == Some(0) {
-            return Err(inv("traffic.flows must be at least 1".into()));
-        }
-        if w.conns == 0 {
-            return Err(inv("traffic.conns must be at least 1".into()));
-        }
-        if w.clients.is_empty() || w.servers.is_empty() {
-            return Err(inv(
-                "traffic.clients and traffic.servers each need at least one host".into(),
-            ));
-        }
-        self.check_hosts("traffic.clients", &w.clients)?;
-        self.check_hosts("traffic.servers", &w.servers)?;
-        if let Some(h) = w.clients.iter().find(|h| w.servers.contains(h)) {
-            return Err(inv(format!(
-                "host {h} is both a client and a server — a receiving host's downlink is the bottleneck the load refers to; use separate hosts"
-            )));
-        }
-        w.dscp
-            .parse::<crate::traffic::dscp::DscpMix>()
-            .map_err(|e| inv(format!("traffic.dscp `{}`: {e}", w.dscp)))?;
-        Ok(())
-    }
-
-    /// `[traffic]`, `kind = "incast"`.
-    fn validate_incast(&self, i: &IncastSpec) -> Result<(), ScenarioError> {
-        if i.fanin.is_empty() {
-            return Err(inv(
-                "traffic.fanin is empty — list at least one fan-in, e.g. fanin = [4, 8]".into(),
-            ));
-        }
-        self.check_hosts("traffic.receiver", &[i.receiver])?;
-        self.check_hosts("traffic.servers", &i.servers)?;
-        if i.servers.contains(&i.receiver) {
-            return Err(inv(format!(
-                "traffic.receiver {} is also in traffic.servers",
-                i.receiver
-            )));
-        }
-        for &n in &i.fanin {
-            if n == 0 || (n > i.servers.len() && !i.cycle_servers) {
-                return Err(inv(format!(
-                    "traffic.fanin {n} needs {n} senders but traffic.servers has {} (topology.hosts = {}) — add hosts or lower the fan-in",
-                    i.servers.len(),
-                    self.topology.hosts
-                )));
-            }
-        }
-        let size =
-            parse_size(&i.size).map_err(|e| inv(format!("traffic.size `{}`: {e}", i.size)))?;
-        if size == 0 {
-            return Err(inv("traffic.size must be positive".into()));
-        }
-        if i.queries == 0 || i.quick_queries == Some(0) {
-            return Err(inv("traffic.queries must be at least 1".into()));
-        }
-        check_duration("traffic.interval", &i.interval)?;
-        check_dscp(i.dscp)
-    }
-
-    /// `[traffic]`, `kind = "static"`.
-    fn validate_static(&self, s: &StaticSpec) -> Result<(), ScenarioError> {
-        check_duration("traffic.duration", &s.duration)?;
-        if let Some(q) = &s.quick_duration {
-            check_duration("traffic.quick_duration", q)?;
-        }
-        check_duration("traffic.sample", &s.sample)?;
-        if s.flows.is_empty() {
-            return Err(inv(
-                "traffic.flows is empty — add [[traffic.flows]] tables".into()
-            ));
-        }
-        for (k, f) in s.flows.iter().enumerate() {
-            self.validate_static_flow(s, k, f)?;
-        }
-        let sweeps = s.flows.iter().any(|f| f.count == FlowCount::Sweep);
-        if sweeps == s.flows_sweep.is_empty() {
-            return Err(inv(if sweeps {
-                "a flow has count = \"sweep\" but traffic.flows_sweep is empty — list the counts, e.g. flows_sweep = [2, 4, 8, 16]".into()
-            } else {
-                "traffic.flows_sweep is set but no flow has count = \"sweep\"".into()
-            }));
-        }
-        if s.flows_sweep.contains(&0) {
-            return Err(inv("traffic.flows_sweep: counts must be at least 1".into()));
-        }
-        match &s.ping {
-            Some(p) => self.validate_ping(p),
-            None => Ok(()),
-        }
-    }
-
-    /// One `[[traffic.flows]]` entry of a static scenario.
-    fn validate_static_flow(
-        &self,
-        s: &StaticSpec,
-        k: usize,
-        f: &StaticFlow,
-    ) -> Result<(), ScenarioError> {
-        self.check_hosts(&format!("traffic.flows[{k}]"), &[f.server, f.client])?;
-        if f.server == f.client {
-            return Err(inv(format!(
-                "traffic.flows[{k}]: server and client are both host {}",
-                f.server
-            )));
-        }
-        check_dscp(f.dscp)?;
-        if let Some(r) = &f.rate {
-            parse_rate(r).map_err(|e| inv(format!("traffic.flows[{k}].rate `{r}`: {e}")))?;
-        }
-        let dur = parse_duration(&s.duration).unwrap_or(0);
-        if let Some(st) = &f.start {
-            check_duration(&format!("traffic.flows[{k}].start"), st)?;
-            if parse_duration(st).unwrap_or(0) >= dur {
-                return Err(inv(format!(
-                    "traffic.flows[{k}].start = {st} is not before the end of the run (traffic.duration = {})",
-                    s.duration
-                )));
-            }
-        }
-        if let Some(z) = &f.size {
-            let n =
-                parse_size(z).map_err(|e| inv(format!("traffic.flows[{k}].size `{z}`: {e}")))?;
-            if n == 0 {
-                return Err(inv(format!("traffic.flows[{k}].size must be positive")));
-            }
-        }
-        Ok(())
-    }
-
-    /// `[traffic.ping]`.
-    fn validate_ping(&self, p: &PingSpec) -> Result<(), ScenarioError> {
-        self.check_hosts("traffic.ping", &[p.from, p.to])?;
-        if p.from == p.to {
-            return Err(inv(format!(
-                "traffic.ping: from and to are both host {}",
-                p.from
-            )));
-        }
-        check_dscp(p.dscp)?;
-        check_duration("traffic.ping.interval", &p.interval)?;
-        if parse_duration(&p.interval).unwrap_or(0) < 1_000_000 {
-            return Err(inv("traffic.ping.interval: at least 1ms".into()));
-        }
-        if let Some(st) = &p.start {
-            check_duration("traffic.ping.start", st)?;
-        }
-        Ok(())
-    }
-
-    fn check_hosts(&self, what: &str, hosts: &[usize]) -> Result<(), ScenarioError> {
-        for &h in hosts {
-            if h == 0 || h > self.topology.hosts {
-                return Err(inv(format!(
-                    "{what}: host {h} does not exist — hosts are numbered 1..={} (topology.hosts)",
-                    self.topology.hosts
-                )));
-            }
-        }
-        if let Some(d) = first_duplicate(hosts) {
-            return Err(inv(format!("{what} lists host {d} twice")));
-        }
-        Ok(())
-    }
-
     /// `"h3"` → 3, checked against the host count.
     pub fn host_key(&self, key: &str) -> Result<usize, ScenarioError> {
         let n = key
@@ -1285,16 +972,7 @@ impl Scenario {
 
     /// The sweep values of the traffic kind.
     pub fn sweep_values(&self) -> Vec<SweepValue> {
-        match &self.traffic {
-            TrafficSpec::Workload(w) => w.load.iter().map(|&l| SweepValue::Load(l)).collect(),
-            TrafficSpec::Incast(i) => i.fanin.iter().map(|&n| SweepValue::Fanin(n)).collect(),
-            TrafficSpec::Static(s) if !s.flows_sweep.is_empty() => s
-                .flows_sweep
-                .iter()
-                .map(|&n| SweepValue::Flows(n))
-                .collect(),
-            TrafficSpec::Static(_) => vec![SweepValue::None],
-        }
+        self.traffic.kind().sweep()
     }
 
     /// Every combination, in run order (repeat, sweep value, AQM).
@@ -1337,67 +1015,12 @@ impl Scenario {
     pub fn baseline_aqm(&self) -> &str {
         self.baseline.as_deref().unwrap_or(&self.switch.aqm[0])
     }
-
-    /// Flows per client (workload), honouring `--quick`.
-    pub fn workload_flows(w: &WorkloadSpec, quick: bool) -> usize {
-        if quick {
-            w.quick_flows.unwrap_or((w.flows / 10).max(20).min(w.flows))
-        } else {
-            w.flows
-        }
-    }
-
-    /// Queries per combination (incast), honouring `--quick`.
-    pub fn incast_queries(i: &IncastSpec, quick: bool) -> u32 {
-        if quick {
-            i.quick_queries
-                .unwrap_or((i.queries / 5).max(5).min(i.queries))
-        } else {
-            i.queries
-        }
-    }
-
-    /// Flow duration (static), honouring `--quick`.
-    pub fn static_duration(s: &StaticSpec, quick: bool) -> Duration {
-        let full = Duration::from_nanos(parse_duration(&s.duration).unwrap_or(0));
-        if !quick {
-            return full;
-        }
-        match &s.quick_duration {
-            Some(q) => Duration::from_nanos(parse_duration(q).unwrap_or(0)),
-            None => (full / 5).max(Duration::from_secs(2)).min(full),
-        }
-    }
-
-    /// A start time of a static run (a flow's or the ping's), honouring
-    /// `--quick`: starts shrink with the run, so a quick run keeps the
-    /// scenario's order of events (TCN Fig. 5's flows at 2 s and 4 s and
-    /// its ping at 6 s of 12 s run at 0.67, 1.33 and 2 s of a 4 s quick run).
-    pub fn static_start(s: &StaticSpec, start: &str, quick: bool) -> Duration {
-        let at = Duration::from_nanos(parse_duration(start).unwrap_or(0));
-        let full = Duration::from_nanos(parse_duration(&s.duration).unwrap_or(0));
-        if !quick || full.is_zero() {
-            return at;
-        }
-        at.mul_f64(Self::static_duration(s, true).as_secs_f64() / full.as_secs_f64())
-    }
 }
 
 /// The AQM of a sweep entry: `dctcp@port` → `dctcp` (the label names a
 /// variant with its own `[switch.aqm_opts."dctcp@port"]`).
 pub fn aqm_kind(entry: &str) -> &str {
     entry.split_once('@').map_or(entry, |(k, _)| k)
-}
-
-impl StaticFlow {
-    /// Parallel flows of this entry in a combination sweeping `sweep`.
-    pub fn count_for(&self, sweep: SweepValue) -> usize {
-        match (self.count, sweep) {
-            (FlowCount::Fixed(n), _) => n,
-            (FlowCount::Sweep, SweepValue::Flows(n)) => n,
-            (FlowCount::Sweep, _) => 1,
-        }
-    }
 }
 
 fn inv(m: String) -> ScenarioError {
@@ -1434,23 +1057,7 @@ fn check_aqm_entry(a: &str) -> Result<(), ScenarioError> {
 }
 
 fn check_duration(what: &str, s: &str) -> Result<(), ScenarioError> {
-    parse_duration(s)
-        .map(|_| ())
-        .map_err(|e| inv(format!("{what} `{s}`: {e}")))
-}
-
-fn check_dscp(d: u8) -> Result<(), ScenarioError> {
-    if d > 63 {
-        return Err(inv(format!("DSCP {d} is outside 0..=63")));
-    }
-    Ok(())
-}
-
-fn first_duplicate<T: PartialEq + Clone>(v: &[T]) -> Option<T> {
-    v.iter()
-        .enumerate()
-        .find(|(i, x)| v[..*i].contains(x))
-        .map(|(_, x)| x.clone())
+    kinds::check_duration(what, s).map_err(inv)
 }
 
 #[cfg(test)]
@@ -1603,7 +1210,8 @@ mod tests {
         assert!(e.contains("dilation"), "{e}");
         // A table is no place for it: run-wide settings are top-level.
         let e = err(&WORKLOAD.replace("[switch]\n", "[switch]\n        dilation = 4\n"));
-        assert!(e.contains("unknown field `dilation`"), "{e}");
+        assert!(e.contains("switch.dilation: set by the runner"), "{e}");
+        assert!(e.contains("top-level `dilation`"), "{e}");
     }
 
     #[test]
@@ -1622,8 +1230,8 @@ mod tests {
         let TrafficSpec::Workload(w) = &s.traffic else {
             panic!()
         };
-        assert_eq!(Scenario::workload_flows(w, false), 100);
-        assert_eq!(Scenario::workload_flows(w, true), 20);
+        assert_eq!(w.flows_for(false), 100);
+        assert_eq!(w.flows_for(true), 20);
     }
 
     #[test]
@@ -1649,11 +1257,8 @@ mod tests {
         let TrafficSpec::Static(st) = &s.traffic else {
             panic!()
         };
-        assert_eq!(Scenario::static_duration(st, true), Duration::from_secs(2));
-        assert_eq!(
-            Scenario::static_duration(st, false),
-            Duration::from_secs(10)
-        );
+        assert_eq!(st.duration_for(true), Duration::from_secs(2));
+        assert_eq!(st.duration_for(false), Duration::from_secs(10));
     }
 
     /// A quick run keeps the order of a static scenario's events: flow and
@@ -1684,25 +1289,16 @@ mod tests {
             panic!()
         };
         let ping = st.ping.as_ref().and_then(|p| p.start.as_deref()).unwrap();
-        assert_eq!(
-            Scenario::static_start(st, ping, false),
-            Duration::from_secs(6)
-        );
-        assert_eq!(
-            Scenario::static_start(st, ping, true),
-            Duration::from_secs(2)
-        );
+        assert_eq!(st.start_for(ping, false), Duration::from_secs(6));
+        assert_eq!(st.start_for(ping, true), Duration::from_secs(2));
         let flow = st.flows[1].start.as_deref().unwrap();
-        assert_eq!(
-            Scenario::static_start(st, flow, false),
-            Duration::from_secs(4)
-        );
-        let q = Scenario::static_start(st, flow, true);
+        assert_eq!(st.start_for(flow, false), Duration::from_secs(4));
+        let q = st.start_for(flow, true);
         assert!(
             q > Duration::from_millis(1333) && q < Duration::from_millis(1334),
             "{q:?}"
         );
-        assert!(q < Scenario::static_duration(st, true));
+        assert!(q < st.duration_for(true));
     }
 
     #[test]
@@ -1743,7 +1339,9 @@ mod tests {
             "the switch sizes its UMEM itself"
         );
         let mut sw = s.switch.clone();
-        sw.frames = Some(8192);
+        sw.settings
+            .0
+            .insert("frames".into(), toml::Value::Integer(8192));
         assert_eq!(sw.frames_for(9), Some(8192));
     }
 
@@ -1756,6 +1354,55 @@ mod tests {
         assert!(e.contains("flowz"), "{e}");
         let e = err(&WORKLOAD.replace("kind = \"workload\"", "kind = \"bulk\""));
         assert!(e.contains("bulk"), "{e}");
+    }
+
+    /// `[switch]` takes every key of the switch's own config file (one
+    /// declaration, `config::Options`): a setting with no scenario field of
+    /// its own reaches the switch's file; a typo is named with the valid
+    /// keys; a key the runner sets is refused with why; manifests (JSON)
+    /// read back, also those written when `[switch]` had fields of its own.
+    #[test]
+    fn switch_takes_every_key_of_the_switch_s_own_config_file() {
+        let text = WORKLOAD.replace(
+            "queues = 4",
+            "queues = 4\ningress_rate = \"line\"\nclassify = \"flow\"\nquantum = [1514, 3028]",
+        );
+        let s = parse(&text).unwrap();
+        let file = s.switch.config_file_text(false);
+        let o = crate::config::Options::parse(&file).unwrap();
+        assert_eq!(o.ingress_rate.as_deref(), Some("line"), "{file}");
+        assert_eq!(o.classify.as_deref(), Some("flow"), "{file}");
+        assert_eq!(o.quantum.as_deref(), Some("1514,3028"), "{file}");
+        assert_eq!(o.queues, Some(4), "{file}");
+        assert_eq!(
+            o.rtt.as_deref(),
+            Some("250us"),
+            "the scenario's default: {file}"
+        );
+        assert_eq!(s.switch.queues(), 4);
+        let e = err(&WORKLOAD.replace("queues = 4", "queues = 4\ningres_rate = \"line\""));
+        assert!(
+            e.contains("ingres_rate") && e.contains("`ingress_rate`"),
+            "{e}"
+        );
+        let e = err(&WORKLOAD.replace("queues = 4", "queues = 4\nports = [\"a\"]"));
+        assert!(e.contains("switch.ports: set by the runner"), "{e}");
+        let e = err(&WORKLOAD.replace("queues = 4", "queues = 4\ndilation = 4.0"));
+        assert!(e.contains("switch.dilation: set by the runner"), "{e}");
+        // A scenario's own default: one queue, whatever the AQM's default.
+        let one = parse(&WORKLOAD.replace("queues = 4\n", "")).unwrap();
+        assert!(one.switch.config_file_text(false).contains("queues = 1"));
+        let j = serde_json::to_value(&s).unwrap();
+        let back: Scenario = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, s);
+        let mut old = j;
+        old["switch"]["buffer"] = serde_json::Value::Null;
+        old["switch"]["frames"] = serde_json::Value::Null;
+        old["switch"]["quantum"] = serde_json::Value::String("1514".into());
+        let back: Scenario = serde_json::from_value(old).unwrap();
+        back.validate().unwrap();
+        assert_eq!(back.switch.buffer(), None);
+        assert_eq!(back.switch.options().quantum.as_deref(), Some("1514"));
     }
 
     /// A scenario's times and sizes need their units, and so do the AQM

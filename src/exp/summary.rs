@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::results::ComboResult;
-use super::scenario::{IntervalMethod, Scenario, StatsSpec, SweepValue, TestMethod, TrafficSpec};
+use super::scenario::{IntervalMethod, Scenario, StatsSpec, SweepValue, TestMethod};
 use super::stats;
 use crate::traffic::record::FlowRecord;
 use crate::traffic::summary::{fct_stats, FctStats, FctSummary};
@@ -1009,27 +1009,9 @@ pub fn summarize(input: &SummaryInput, results: &[&ComboResult]) -> Summary {
 /// The numbers the console shows per point (everything is in summary.json
 /// and stats.csv).
 pub fn headline_keys(sc: &Scenario, p: &Point) -> Vec<String> {
-    let fixed: &[&str] = match &sc.traffic {
-        TrafficSpec::Workload(_) => &[
-            "fct.small.mean_us",
-            "fct.small.p99_us",
-            "fct.large.mean_us",
-            "fct.all.mean_us",
-            "drops",
-            "rtos",
-        ],
-        TrafficSpec::Incast(_) => &["qct.mean_us", "qct.p99_us", "goodput_mbps", "rtos", "drops"],
-        TrafficSpec::Static(_) => &[
-            "goodput_mbps",
-            "queue.mean_kb",
-            "sojourn.p50_us",
-            "sojourn.p99_us",
-            "marks",
-            "ping.mean_us",
-        ],
-    };
+    let fixed = sc.traffic.kind().headline();
     let mut keys: Vec<String> = fixed.iter().map(|k| k.to_string()).collect();
-    if matches!(sc.traffic, TrafficSpec::Static(_)) {
+    if sc.traffic.kind().as_static().is_some() {
         keys.extend(
             p.metrics
                 .keys()

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::results::StoredResult;
-use super::scenario::SweepValue;
 use super::summary;
+use super::sweep::SweepValue;
 
 /// The columns every table starts with: which repeat of which point.
 const REPEAT: [&str; 8] = [

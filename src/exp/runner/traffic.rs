@@ -1,6 +1,7 @@
-//! The traffic of one combination: one `start_*` per traffic kind, the ping
-//! probe, waiting for it all, and reading what the generators wrote into
-//! the combination's result.
+//! The traffic of one combination: the generators its kind names
+//! (`exp::kinds`) started in their hosts, the ping probe, waiting for it
+//! all, and reading what the generators wrote into the combination's
+//! result (through the kind).
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -12,11 +13,9 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::{check_stop, Fault, Proc, RunOptions, SERVER_PORT};
-use crate::exp::results::{ComboResult, FlowRow, PingStats, QueryRow, StaticFlowResult};
-use crate::exp::scenario::{
-    Combo, FlowCount, IncastSpec, Scenario, StaticFlow, StaticSpec, SweepValue, TrafficSpec,
-    WorkloadSpec,
-};
+use crate::exp::kinds::{Combination, Generator, Report};
+use crate::exp::results::{ComboResult, PingStats};
+use crate::exp::scenario::{Combo, Scenario};
 use crate::timebase::Dilation;
 use crate::topo::Topology;
 use crate::units::parse_duration;
@@ -56,19 +55,12 @@ impl Spawner<'_> {
         format!("{}:{}", self.topo.hosts[h - 1].ip, self.port)
     }
 
-    /// Runs `softswitch-tg args` in `host`, logging to `<stem>.log`; its
-    /// JSON is `<stem>.json`.
-    fn spawn(
-        &mut self,
-        host: usize,
-        args: Vec<String>,
-        stem: &str,
-        label: String,
-        dscp: u8,
-    ) -> Result<()> {
-        let h = &self.topo.hosts[host - 1];
-        let log = File::create(self.dir.join(format!("{stem}.log")))?;
-        let c = self.command(host, &args);
+    /// Runs a generator in its host, logging to `<stem>.log`; its JSON is
+    /// `<stem>.json`.
+    fn spawn(&mut self, g: Generator) -> Result<()> {
+        let h = &self.topo.hosts[g.host - 1];
+        let log = File::create(self.dir.join(format!("{}.log", g.stem)))?;
+        let c = self.command(g.host, &g.args);
         self.procs.push(TrafficProc {
             proc_: Proc::spawn(
                 &format!("softswitch-tg in {}", h.name),
@@ -76,14 +68,15 @@ impl Spawner<'_> {
                 Stdio::from(log.try_clone()?),
                 Stdio::from(log),
             )?,
-            json: self.dir.join(format!("{stem}.json")),
-            label,
-            dscp,
+            json: self.dir.join(format!("{}.json", g.stem)),
+            label: g.label,
+            dscp: g.dscp,
         });
         Ok(())
     }
 }
 
+#[cfg(test)]
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
@@ -109,155 +102,20 @@ pub(super) fn start_traffic(
         dilation: sc.dilation(),
         procs: Vec::new(),
     };
-    match &sc.traffic {
-        TrafficSpec::Workload(w) => start_workload(&mut sp, sc, w, combo)?,
-        TrafficSpec::Incast(i) => start_incast(&mut sp, i, combo)?,
-        TrafficSpec::Static(s) => start_static(&mut sp, s, combo)?,
+    let addr = |h: usize| sp.addr(h);
+    let c = Combination {
+        sweep: combo.sweep,
+        seed: sc.repeat_seed(combo.repeat),
+        quick: opts.quick,
+        rate: &sc.switch.rate(),
+        scenario_dir: &opts.scenario_dir,
+        addr: &addr,
+    };
+    let generators = sc.traffic.kind().generators(&c)?;
+    for g in generators {
+        sp.spawn(g)?;
     }
     Ok(sp.procs)
-}
-
-/// Workload: one client per receiving host, asking every server.
-fn start_workload(sp: &mut Spawner, sc: &Scenario, w: &WorkloadSpec, combo: &Combo) -> Result<()> {
-    let SweepValue::Load(load) = combo.sweep else {
-        bail!("workload combo without a load")
-    };
-    let cdf = resolve(&sp.opts.scenario_dir, &w.cdf);
-    let servers: Vec<String> = w.servers.iter().map(|&h| sp.addr(h)).collect();
-    let seed = sc.repeat_seed(combo.repeat);
-    for (k, &c) in w.clients.iter().enumerate() {
-        let stem = format!("flows-h{c}");
-        let mut args = strings(&["client", "--servers"]);
-        args.extend([
-            servers.join(","),
-            "--cdf".into(),
-            cdf.display().to_string(),
-            "--load".into(),
-            load.to_string(),
-            "--rate".into(),
-            sc.switch.rate.clone(),
-            "--flows".into(),
-            Scenario::workload_flows(w, sp.opts.quick).to_string(),
-            "--conns".into(),
-            w.conns.to_string(),
-            "--dscp".into(),
-            w.dscp.clone(),
-            "--seed".into(),
-            (seed + k as u64).to_string(),
-            "--out".into(),
-            format!("{stem}.txt"),
-            "--json-out".into(),
-            format!("{stem}.json"),
-        ]);
-        sp.spawn(c, args, &stem, format!("h{c}"), 0)?;
-    }
-    Ok(())
-}
-
-/// Incast: the receiver asks the first `fan-in` senders at once.
-fn start_incast(sp: &mut Spawner, i: &IncastSpec, combo: &Combo) -> Result<()> {
-    let SweepValue::Fanin(n) = combo.sweep else {
-        bail!("incast combo without a fan-in")
-    };
-    let servers: Vec<String> = i.senders(n).iter().map(|&h| sp.addr(h)).collect();
-    let mut args = strings(&["incast", "--servers"]);
-    args.extend([
-        servers.join(","),
-        "--size".into(),
-        i.size.clone(),
-        "--queries".into(),
-        Scenario::incast_queries(i, sp.opts.quick).to_string(),
-        "--interval".into(),
-        i.interval.clone(),
-        "--dscp".into(),
-        i.dscp.to_string(),
-    ]);
-    args.extend(strings(&[
-        "--out",
-        "incast_flows.txt",
-        "--qct-out",
-        "incast_queries.txt",
-        "--json-out",
-        "incast.json",
-    ]));
-    if i.fresh {
-        args.push("--fresh".into());
-    }
-    sp.spawn(
-        i.receiver,
-        args,
-        "incast",
-        format!("h{}", i.receiver),
-        i.dscp,
-    )
-}
-
-/// Static: every entry's flows, each a `softswitch-tg long`.
-fn start_static(sp: &mut Spawner, s: &StaticSpec, combo: &Combo) -> Result<()> {
-    let dur = Scenario::static_duration(s, sp.opts.quick);
-    for (k, f) in s.flows.iter().enumerate() {
-        let start = f
-            .start
-            .as_deref()
-            .map(|st| Scenario::static_start(s, st, sp.opts.quick))
-            .unwrap_or_default();
-        for j in 0..f.count_for(combo.sweep) {
-            start_static_flow(sp, s, k, j, f, dur, start)?;
-        }
-    }
-    Ok(())
-}
-
-/// Flow `j` of static entry `k`.
-fn start_static_flow(
-    sp: &mut Spawner,
-    s: &StaticSpec,
-    k: usize,
-    j: usize,
-    f: &StaticFlow,
-    dur: Duration,
-    start: Duration,
-) -> Result<()> {
-    let single = f.count == FlowCount::Fixed(1);
-    let stem = if single {
-        format!("long{k}-h{}-h{}", f.server, f.client)
-    } else {
-        format!("long{k}.{j}-h{}-h{}", f.server, f.client)
-    };
-    let mut args = strings(&["long", "--server"]);
-    args.extend([
-        sp.addr(f.server),
-        "--duration".into(),
-        format!("{}ms", dur.as_millis()),
-        "--delay".into(),
-        format!("{}ms", start.as_millis()),
-        "--dscp".into(),
-        f.dscp.to_string(),
-        "--sample".into(),
-        s.sample.clone(),
-        "--csv".into(),
-        format!("{stem}.csv"),
-        "--json-out".into(),
-        format!("{stem}.json"),
-    ]);
-    if let Some(r) = &f.rate {
-        args.extend(["--rate".into(), r.clone()]);
-    }
-    if let Some(z) = &f.size {
-        args.extend(["--size".into(), z.clone()]);
-    }
-    let n = if single {
-        String::new()
-    } else {
-        format!(".{j}")
-    };
-    sp.spawn(
-        f.client,
-        args,
-        &stem,
-        format!("f{k}{n} h{}→h{} dscp {}", f.server, f.client, f.dscp),
-        f.dscp,
-    )
 }
 
 /// Starts the scenario's ping probe (static traffic with `[traffic.ping]`),
@@ -286,13 +144,11 @@ pub(super) fn start_ping(
 
 /// The probe's host and shell command, if the scenario has one.
 fn ping_script(sc: &Scenario, opts: &RunOptions, topo: &Topology) -> Option<(usize, String)> {
-    let TrafficSpec::Static(s) = &sc.traffic else {
-        return None;
-    };
+    let s = sc.traffic.kind().as_static()?;
     let p = s.ping.as_ref()?;
-    let dur = Scenario::static_duration(s, opts.quick);
+    let dur = s.duration_for(opts.quick);
     let start = match &p.start {
-        Some(st) => Scenario::static_start(s, st, opts.quick),
+        Some(st) => s.start_for(st, opts.quick),
         None => dur / 4,
     };
     let interval = Duration::from_nanos(parse_duration(&p.interval).unwrap_or(10_000_000));
@@ -326,19 +182,6 @@ pub(super) fn finish_ping(ping: Option<Proc>, dir: &Path, d: Dilation) -> Option
         PingStats::from_ping_output(&fs::read_to_string(dir.join("ping.txt")).unwrap_or_default())
             .in_emulated_time(d),
     )
-}
-
-/// A relative path from the scenario's directory if it exists there, else as given.
-pub(crate) fn resolve(base: &Path, p: &str) -> PathBuf {
-    let p = Path::new(p);
-    if p.is_absolute() {
-        return p.to_owned();
-    }
-    let b = base.join(p);
-    if b.exists() {
-        return b.canonicalize().unwrap_or(b);
-    }
-    p.canonicalize().unwrap_or_else(|_| p.to_owned())
 }
 
 /// Waits for every traffic process; fails fast when one fails, the switch
@@ -403,56 +246,16 @@ pub(super) fn read_traffic(
                 .with_context(|| format!("reading {}", p.json.display()))?,
         )
         .with_context(|| format!("parsing {}", p.json.display()))?;
-        let rep = &v["report"];
-        match &sc.traffic {
-            TrafficSpec::Workload(_) => {
-                r.expected += v["config"]["flows"].as_u64().unwrap_or(0) as usize;
-                r.flows.extend(serde_json::from_value::<Vec<FlowRow>>(
-                    rep["flows"].clone(),
-                )?);
-            }
-            TrafficSpec::Incast(_) => {
-                let q = v["config"]["queries"].as_u64().unwrap_or(0) as usize;
-                let n = v["config"]["servers"].as_array().map_or(0, |a| a.len());
-                r.expected += q * n;
-                r.flows.extend(serde_json::from_value::<Vec<FlowRow>>(
-                    rep["flows"].clone(),
-                )?);
-                r.queries.extend(serde_json::from_value::<Vec<QueryRow>>(
-                    rep["queries"].clone(),
-                )?);
-            }
-            TrafficSpec::Static(_) => {
-                r.expected += 1;
-                r.statics.push(static_result(p, rep));
-            }
-        }
+        sc.traffic.kind().read(
+            &Report {
+                json: &v,
+                label: &p.label,
+                dscp: p.dscp,
+            },
+            r,
+        )?;
     }
     Ok(())
-}
-
-/// One static flow's report.
-fn static_result(p: &TrafficProc, rep: &Value) -> StaticFlowResult {
-    let samples = rep["samples"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| {
-            (
-                s["t_ms"].as_u64().unwrap_or(0),
-                s["goodput_mbps"].as_f64().unwrap_or(0.0),
-            )
-        })
-        .collect();
-    StaticFlowResult {
-        label: p.label.clone(),
-        dscp: p.dscp,
-        goodput_mbps: rep["goodput_mbps"].as_f64().unwrap_or(0.0),
-        samples,
-        start_ms: rep["start_ms"].as_u64().unwrap_or(0),
-        size: rep["size"].as_u64(),
-        fct_us: rep["fct_us"].as_u64(),
-    }
 }
 
 #[cfg(test)]
