@@ -234,17 +234,24 @@ mod tests {
         toml::from_str(text).unwrap()
     }
 
-    fn gens(t: &TrafficSpec, sweep: SweepValue, quick: bool) -> Vec<Generator> {
-        let addr = |h: usize| format!("10.0.0.{h}:5001");
-        let c = Combination {
+    fn addr(h: usize) -> String {
+        format!("10.0.0.{h}:5001")
+    }
+
+    /// Repeat 7's seed, 1 Gbit/s, the repository's own directory.
+    fn combination(sweep: SweepValue, quick: bool) -> Combination<'static> {
+        Combination {
             sweep,
             seed: 7000,
             quick,
             rate: "1gbit",
             scenario_dir: Path::new(env!("CARGO_MANIFEST_DIR")),
             addr: &addr,
-        };
-        t.kind().generators(&c).unwrap()
+        }
+    }
+
+    fn gens(t: &TrafficSpec, sweep: SweepValue, quick: bool) -> Vec<Generator> {
+        t.kind().generators(&combination(sweep, quick)).unwrap()
     }
 
     fn sorted(mut v: Vec<usize>) -> Vec<usize> {
@@ -283,15 +290,7 @@ mod tests {
             assert!(a.contains(want), "want `{want}` in {a}");
         }
         // Without a load, no generator.
-        let addr = |_: usize| String::new();
-        let c = Combination {
-            sweep: SweepValue::Fanin(2),
-            seed: 1,
-            quick: false,
-            rate: "1gbit",
-            scenario_dir: Path::new("."),
-            addr: &addr,
-        };
+        let c = combination(SweepValue::Fanin(2), false);
         assert!(k.generators(&c).is_err());
     }
 
@@ -323,15 +322,7 @@ mod tests {
              --json-out incast.json --fresh"
         );
         // 50 queries 5 ms apart; three 64 KB answers take 1.6 ms at 1 Gbit/s.
-        let addr = |_: usize| String::new();
-        let c = Combination {
-            sweep: SweepValue::Fanin(3),
-            seed: 1,
-            quick: false,
-            rate: "1gbit",
-            scenario_dir: Path::new("."),
-            addr: &addr,
-        };
+        let c = combination(SweepValue::Fanin(3), false);
         assert!((k.seconds(&c).unwrap() - 0.25).abs() < 1e-9);
         let json = serde_json::json!({
             "config": {"queries": 50, "servers": ["a", "b"]},
