@@ -316,15 +316,7 @@ fn repeats_tell_noise_from_a_difference_and_report_rebuilds_them() {
     assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
     let summary_path = opts.out.join("summary.json");
     let summary = read_json(&summary_path);
-    let point = |aqm: &str| {
-        summary["points"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["aqm"] == aqm)
-            .unwrap_or_else(|| panic!("no point for {aqm}"))
-            .clone()
-    };
+    let point = |aqm: &str| entry(&summary["points"], "aqm", aqm);
     for aqm in ["dctcp@k200", "dctcp@k200b", "dctcp@k5"] {
         let p = point(aqm);
         let n = p["repeats_faithful"].as_u64().unwrap();
@@ -439,12 +431,7 @@ fn repeats_tell_noise_from_a_difference_and_report_rebuilds_them() {
         .unwrap();
     assert!(st.success());
     let s2 = read_json(&other.join("summary.json"));
-    let k200 = s2["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["aqm"] == "dctcp@k200")
-        .unwrap();
+    let k200 = entry(&s2["points"], "aqm", "dctcp@k200");
     assert_eq!(
         k200["vs_baseline"]["sojourn.p99_us"]["verdict"], "higher",
         "{}",
@@ -731,15 +718,20 @@ fn static_goodputs(out: &Path, repeats: usize) -> (Vec<f64>, Vec<serde_json::Val
     (g, results)
 }
 
+/// The element of a JSON list whose `key` is `want` (a summary's point by
+/// its AQM, an exit report's port by its name).
+fn entry(list: &serde_json::Value, key: &str, want: &str) -> serde_json::Value {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .find(|p| p[key] == want)
+        .unwrap_or_else(|| panic!("no {key} = {want}"))
+        .clone()
+}
+
 /// Port `name` of a merged exit report (`switch.json` of a split fabric).
 fn merged_port(merged: &serde_json::Value, name: &str) -> serde_json::Value {
-    merged["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no port {name}"))
-        .clone()
+    entry(&merged["ports"], "name", name)
 }
 
 /// Each wire of the 2 × 2 split (leaf1—spine2, spine1—leaf2) carried

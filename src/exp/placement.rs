@@ -197,26 +197,31 @@ mod tests {
         let err = |m: &str| read(&format!("{PARTS}[machines]\n{m}")).unwrap_err();
         let a = "a = { netns = \"m1\", address = \"10.98.0.1\" }\n";
         assert!(err(a).contains("part b has no machine"));
-        assert!(err(&format!(
-            "{a}c = {{ netns = \"m3\", address = \"10.98.0.3\" }}\n"
-        ))
-        .contains("`c` is not a part"));
-        assert!(err(&format!(
-            "{a}b = {{ netns = \"m2\", address = \"10.98.0.1\" }}\n"
-        ))
-        .contains("one machine has one address, two have two"));
-        assert!(err(&format!(
-            "{a}b = {{ netns = \"m2\", address = \"10.98.0\" }}\n"
-        ))
-        .contains("fabric.machines.b: address"));
-        assert!(err(&format!(
-            "{a}b = {{ netns = \"m 2\", address = \"10.98.0.2\" }}\n"
-        ))
-        .contains("not a namespace name"));
-        assert!(err(&format!(
-            "{a}b = {{ netns = \"m2\", address = \"10.98.0.2\", user = \"x\" }}\n"
-        ))
-        .contains("unknown key `user`"));
+        for (second, want) in [
+            (
+                "c = { netns = \"m3\", address = \"10.98.0.3\" }",
+                "`c` is not a part",
+            ),
+            (
+                "b = { netns = \"m2\", address = \"10.98.0.1\" }",
+                "one machine has one address, two have two",
+            ),
+            (
+                "b = { netns = \"m2\", address = \"10.98.0\" }",
+                "fabric.machines.b: address",
+            ),
+            (
+                "b = { netns = \"m 2\", address = \"10.98.0.2\" }",
+                "not a namespace name",
+            ),
+            (
+                "b = { netns = \"m2\", address = \"10.98.0.2\", user = \"x\" }",
+                "unknown key `user`",
+            ),
+        ] {
+            let e = err(&format!("{a}{second}\n"));
+            assert!(e.contains(want), "{second}: want `{want}` in {e}");
+        }
         let t: toml::Table =
             toml::from_str("[machines]\na = { netns = \"m1\", address = \"10.98.0.1\" }\n")
                 .unwrap();

@@ -459,14 +459,6 @@ const RUNNER_KEYS: [(&str, &str); 11] = [
     ),
 ];
 
-/// Defaults of the scenario that differ from the switch's own (or that a
-/// scenario has always pinned): a combination's config file carries them
-/// unless the scenario sets the key.
-const SCENARIO_DEFAULTS: [(&str, &str); 2] = [
-    ("rate", crate::config::DEFAULT_RATE),
-    ("rtt", crate::config::DEFAULT_RTT),
-];
-
 impl SwitchSpec {
     /// The settings as the switch reads them ([`crate::config::Options`]);
     /// the default for a scenario that [`Scenario::validate`] refused.
@@ -477,15 +469,6 @@ impl SwitchSpec {
     fn parsed(&self) -> Result<crate::config::Options, String> {
         crate::config::Options::deserialize(toml::Value::Table(self.settings.0.clone()))
             .map_err(|e| e.to_string())
-    }
-
-    /// A text setting of the switch, as the scenario gives it.
-    fn text(&self, key: &str) -> Option<String> {
-        self.settings
-            .0
-            .get(key)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
     }
 
     /// Link rate of every port (default 1gbit).
@@ -504,7 +487,7 @@ impl SwitchSpec {
 
     /// Shared buffer per port (the switch's default when absent).
     pub fn buffer(&self) -> Option<String> {
-        self.text("buffer")
+        self.options().buffer
     }
 
     /// Sets (or, with `None`, removes) the shared buffer per port.
@@ -536,23 +519,15 @@ impl SwitchSpec {
         self.options().sched
     }
 
-    /// `--frames` to pass to the switch: only the scenario's own `frames`.
-    pub fn frames_for(&self, _ports: usize) -> Option<u32> {
-        // The switch sizes its UMEM from its ports, buffers and wires itself
-        // (`dataplane::frames_needed`); pass only what the scenario asks for.
-        self.options().frames
-    }
-
     /// The switch's config file for a combination: the scenario's settings
     /// with the scenario's defaults (`rate`, `rtt`, `queues = 1`) filled
     /// in; `fabric`: without `rate` (the fabric gives every port its rate,
     /// and `switch.rate` is what the loads are relative to).
     pub fn config_file_text(&self, fabric: bool) -> String {
         let mut t = self.settings.0.clone();
-        for (k, v) in SCENARIO_DEFAULTS {
-            t.entry(k).or_insert_with(|| toml::Value::String(v.into()));
-        }
-        t.entry("queues").or_insert(toml::Value::Integer(1));
+        t.insert("rate".into(), toml::Value::String(self.rate()));
+        t.insert("rtt".into(), toml::Value::String(self.rtt()));
+        t.insert("queues".into(), toml::Value::Integer(self.queues().into()));
         if fabric {
             t.remove("rate");
         }
@@ -1331,18 +1306,21 @@ mod tests {
 
     #[test]
     fn frames_only_when_the_scenario_sets_them() {
+        // The switch sizes its UMEM from its ports, buffers and wires itself
+        // (`dataplane::frames_needed`); its config file names only what the
+        // scenario asks for.
+        let frames = |sw: &SwitchSpec| {
+            crate::config::Options::parse(&sw.config_file_text(false))
+                .unwrap()
+                .frames
+        };
         let s = parse(WORKLOAD).unwrap();
-        assert_eq!(s.switch.frames_for(4), None);
-        assert_eq!(
-            s.switch.frames_for(9),
-            None,
-            "the switch sizes its UMEM itself"
-        );
+        assert_eq!(frames(&s.switch), None, "the switch sizes its UMEM itself");
         let mut sw = s.switch.clone();
         sw.settings
             .0
             .insert("frames".into(), toml::Value::Integer(8192));
-        assert_eq!(sw.frames_for(9), Some(8192));
+        assert_eq!(frames(&sw), Some(8192));
     }
 
     #[test]

@@ -76,11 +76,6 @@ impl Spawner<'_> {
     }
 }
 
-#[cfg(test)]
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
 /// Starts the combination's traffic generators.
 pub(super) fn start_traffic(
     sc: &Scenario,
@@ -281,7 +276,7 @@ mod tests {
             dilation: Dilation::NONE,
             procs: Vec::new(),
         };
-        let args = strings(&["long", "--server", "10.99.0.1:5001", "--duration", "2000ms"]);
+        let args = ["long", "--server", "10.99.0.1:5001", "--duration", "2000ms"].map(String::from);
         let a1 = args_of(&sp.command(2, &args));
         assert_eq!(a1[..3], ["netns", "exec", "xt-h2"]);
         assert_eq!(a1[4..], args[..], "D = 1: the command line of old");
