@@ -44,7 +44,8 @@ pub struct ReportArgs {
     /// scenario at different time dilations D (or rates, or days) become
     /// schemes of their own, each AQM against itself in the first
     /// directory (`D4:tcn` against `D1:tcn`), each point with its
-    /// spread and a verdict per metric — dilation invariance.
+    /// spread and a verdict per metric — dilation invariance. The shards
+    /// of one run (`run --shard K/N`) share a label and count as that run.
     #[arg(long)]
     pub compare: bool,
     /// With --compare: the name of each directory's runs, in order

@@ -451,18 +451,12 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
     } else {
         (1..=dirs.len()).map(|k| format!("run{k}")).collect()
     };
-    for (i, l) in labels.iter().enumerate() {
-        if l.is_empty() || l.contains(':') || labels[..i].contains(l) {
-            bail!(
-                "labels {labels:?}: each directory needs its own non-empty label without ':' (--label)"
-            );
-        }
-    }
+    let groups = label_groups(&labels, &manifests)?;
     let rename = |label: &str, aqm: &str| format!("{label}:{aqm}");
     let mut sc = first.sc.clone();
-    sc.switch.aqm = labels
+    sc.switch.aqm = groups
         .iter()
-        .flat_map(|l| first.sc.switch.aqm.iter().map(move |a| rename(l, a)))
+        .flat_map(|(l, _)| first.sc.switch.aqm.iter().map(move |a| rename(l, a)))
         .collect();
     sc.baseline = Some(rename(&labels[0], first.sc.baseline_aqm()));
     if d_differs {
@@ -481,8 +475,22 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
         provenance: Vec::new(),
     };
     let mut compared = Vec::new();
-    for ((m, dir), label) in manifests.into_iter().zip(dirs).zip(&labels) {
-        loaded.add_dir(dir, &m, |aqm| rename(label, aqm))?;
+    for (label, members) in &groups {
+        let m = &manifests[members[0]];
+        let shown: Vec<String> = members
+            .iter()
+            .map(|&i| dirs[i].display().to_string())
+            .collect();
+        compared.push(serde_json::json!({
+            "label": label,
+            "dir": shown.join(", "),
+            "dilation": m.sc.dilation(),
+            "host_dilation": m.sc.host_dilation(),
+            "scaling": m.scaling,
+        }));
+    }
+    for ((m, dir), label) in manifests.iter().zip(dirs).zip(&labels) {
+        loaded.add_dir(dir, m, |aqm| rename(label, aqm))?;
         loaded.notes.push(format!(
             "{label}: {} (time dilation D = {}{}{})",
             dir.display(),
@@ -500,17 +508,78 @@ pub fn load_apart(dirs: &[PathBuf], labels: &[String]) -> Result<Loaded> {
                 .map(|r| format!(", rate scaled to {r}"))
                 .unwrap_or_default()
         ));
-        compared.push(serde_json::json!({
-            "label": label,
-            "dir": dir.display().to_string(),
-            "dilation": m.sc.dilation(),
-            "host_dilation": m.sc.host_dilation(),
-            "scaling": m.scaling,
-        }));
     }
     loaded.scaling = serde_json::json!({ "compared": compared });
     loaded.require_results(dirs)?;
     Ok(loaded)
+}
+
+/// The directories of [`load_apart`] by label, in the order each label is
+/// first given: one directory per label, except the shards of one run
+/// (`run --shard K/N`, the same label because the same D), which are
+/// compared as the one run they make together — every K of one N once,
+/// from one commit, of one scenario. Any other repeated label is refused.
+fn label_groups(labels: &[String], manifests: &[Manifest]) -> Result<Vec<(String, Vec<usize>)>> {
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        if l.is_empty() || l.contains(':') {
+            bail!(
+                "labels {labels:?}: each directory needs a non-empty label without ':' (--label)"
+            );
+        }
+        match groups.iter_mut().find(|(g, _)| g == l) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((l.clone(), vec![i])),
+        }
+    }
+    for (label, members) in groups.iter().filter(|(_, m)| m.len() > 1) {
+        let runs: Vec<&Manifest> = members.iter().map(|&i| &manifests[i]).collect();
+        let shards: Vec<Option<&str>> =
+            runs.iter().map(|m| m.provenance.shard.as_deref()).collect();
+        if shards.iter().any(Option::is_none) {
+            bail!(
+                "labels {labels:?}: {} directories are labelled {label}; each needs its own label \
+                 (--label), unless they are the shards of one run (`run --shard K/N`)",
+                members.len()
+            );
+        }
+        if let Some(twice) = shards
+            .iter()
+            .enumerate()
+            .find(|(i, s)| shards[..*i].contains(s))
+        {
+            bail!(
+                "{label}: shard {} is given twice: its repeats would count twice",
+                twice.1.unwrap_or_default()
+            );
+        }
+        let (a, dir_a) = (&runs[0].provenance, &runs[0].provenance.dir);
+        for m in &runs[1..] {
+            let b = &m.provenance;
+            if a.git_commit != b.git_commit || a.git_dirty != b.git_dirty {
+                bail!(
+                    "{label}: {dir_a} was made by commit {}{} and {} by {}{}: the shards of one \
+                     run come from one commit (compare them apart with a --label each)",
+                    a.git_commit,
+                    dirty_mark(a.git_dirty),
+                    b.dir,
+                    b.git_commit,
+                    dirty_mark(b.git_dirty)
+                );
+            }
+            if mergeable(&m.sc) != mergeable(&runs[0].sc) || m.scaling != runs[0].scaling {
+                bail!(
+                    "{label}: {} ran another scenario, rate or time dilation than {dir_a}: not \
+                     shards of one run",
+                    b.dir
+                );
+            }
+        }
+        let provenance: Vec<Provenance> = runs.iter().map(|m| m.provenance.clone()).collect();
+        check_shards(&provenance, false, &mut Vec::new())
+            .with_context(|| format!("the shards labelled {label}"))?;
+    }
+    Ok(groups)
 }
 
 /// Merged repeats that ran the same flow schedules (the same seed).
@@ -934,6 +1003,96 @@ pub(crate) mod tests {
         );
     }
 
+    /// The results directory `whole` as the `n` shards (`run --shard K/N`)
+    /// that would have made it: `<root>/<name>K`, each with its jobs'
+    /// results and its part of the manifest.
+    fn shard_dirs(root: &Path, whole: &Path, name: &str, n: usize) -> Vec<PathBuf> {
+        let m: Value =
+            serde_json::from_str(&fs::read_to_string(whole.join("manifest.json")).unwrap())
+                .unwrap();
+        let mut sc = Scenario::from_toml(SC, Path::new("t.toml")).unwrap();
+        sc.repeat = 5;
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let jobs = crate::exp::plan::jobs(&sc, false, 0, base).unwrap();
+        let mut dirs = Vec::new();
+        for k in 0..n {
+            let shard = crate::exp::plan::Shard { k, n };
+            let mine: Vec<String> = crate::exp::plan::shard_jobs(&jobs, shard)
+                .into_iter()
+                .map(|j| j.dir)
+                .collect();
+            let dir = root.join(format!("{name}{k}"));
+            for d in &mine {
+                fs::create_dir_all(dir.join(d)).unwrap();
+                fs::copy(
+                    whole.join(d).join("result.json"),
+                    dir.join(d).join("result.json"),
+                )
+                .unwrap();
+            }
+            let mut sm = m.clone();
+            for key in ["combos", "retried"] {
+                sm[key] = Value::Array(
+                    m[key]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|c| mine.iter().any(|d| c["dir"] == d.as_str()))
+                        .cloned()
+                        .collect(),
+                );
+            }
+            sm["shard"] = Value::String(shard.to_string());
+            fs::write(dir.join("manifest.json"), sm.to_string()).unwrap();
+            dirs.push(dir);
+        }
+        dirs
+    }
+
+    #[test]
+    fn shards_of_a_run_compare_apart_as_the_run_they_make() {
+        let root = tempfile::tempdir().unwrap();
+        let d1 = results_dir(root.path(), "d1", 1.0, |r| 100 + 10 * r as u64);
+        let d4 = results_dir(root.path(), "d4", 4.0, |r| 200 + 10 * r as u64);
+        let shards = shard_dirs(root.path(), &d4, "d4-shard", 2);
+        let whole = load_apart(&[d1.clone(), d4.clone()], &[]).unwrap();
+        let mut given = vec![d1.clone()];
+        given.extend(shards.iter().rev().cloned());
+        let parts = load_apart(&given, &[]).unwrap();
+        assert_eq!(
+            parts.sc.switch.aqm,
+            ["D1:dctcp", "D1:tcn", "D4:dctcp", "D4:tcn"]
+        );
+        assert_eq!(parts.asked, whole.asked);
+        assert_eq!(
+            summarize(&parts, None).unwrap().points,
+            summarize(&whole, None).unwrap().points
+        );
+        assert_eq!(small_fct_verdicts(&parts), small_fct_verdicts(&whole));
+        assert_eq!(parts.provenance.len(), 3);
+        let compared = parts.scaling["compared"].as_array().unwrap();
+        assert_eq!(compared.len(), 2);
+        assert!(compared[1]["dir"].as_str().unwrap().contains("d4-shard0"));
+        // One shard alone still compares (it is its own label).
+        assert!(load_apart(&[d1.clone(), shards[0].clone()], &[]).is_ok());
+        // Not every shard, a shard twice, or a shard of another commit.
+        let e = load_apart(&[d1.clone(), shards[0].clone(), shards[0].clone()], &[]);
+        assert!(e.is_err_and(|e| e.to_string().contains("twice")));
+        let three = shard_dirs(root.path(), &d4, "d4-third", 3);
+        let e = load_apart(&[d1.clone(), three[0].clone(), three[1].clone()], &[]);
+        assert!(e.is_err_and(|e| format!("{e:#}").contains("shard 2/3 missing")));
+        let m = shards[1].join("manifest.json");
+        let mut v: Value = serde_json::from_str(&fs::read_to_string(&m).unwrap()).unwrap();
+        v["git_commit"] = Value::String("0123456789".into());
+        fs::write(&m, v.to_string()).unwrap();
+        let e = load_apart(&given, &[]).err().unwrap();
+        assert!(e.to_string().contains("one commit"), "{e}");
+        // Two whole runs at one D are still two labels' worth.
+        let again = results_dir(root.path(), "d4-again", 4.0, |r| 200 + r as u64);
+        let e = load_apart(&[d1, d4, again], &[]).err().unwrap();
+        assert!(e.to_string().contains("each needs its own label"), "{e}");
+    }
+
     #[test]
     fn shards_merge_into_the_summary_of_one_run() {
         let root = tempfile::tempdir().unwrap();
@@ -945,51 +1104,8 @@ pub(crate) mod tests {
         ]);
         fs::write(&mpath, m.to_string()).unwrap();
         let one = summarize(&load(std::slice::from_ref(&whole)).unwrap(), None).unwrap();
-
-        let mut sc = Scenario::from_toml(SC, Path::new("t.toml")).unwrap();
-        sc.repeat = 5;
-        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let jobs = crate::exp::plan::jobs(&sc, false, 0, base).unwrap();
         let n = 3;
-        let mut dirs = Vec::new();
-        for k in 0..n {
-            let shard = crate::exp::plan::Shard { k, n };
-            let mine: Vec<String> = crate::exp::plan::shard_jobs(&jobs, shard)
-                .into_iter()
-                .map(|j| j.dir)
-                .collect();
-            let dir = root.path().join(format!("shard{k}"));
-            for d in &mine {
-                fs::create_dir_all(dir.join(d)).unwrap();
-                fs::copy(
-                    whole.join(d).join("result.json"),
-                    dir.join(d).join("result.json"),
-                )
-                .unwrap();
-            }
-            let mut sm = m.clone();
-            sm["combos"] = Value::Array(
-                m["combos"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|c| mine.iter().any(|d| c["dir"] == d.as_str()))
-                    .cloned()
-                    .collect(),
-            );
-            sm["retried"] = Value::Array(
-                m["retried"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|c| mine.iter().any(|d| c["dir"] == d.as_str()))
-                    .cloned()
-                    .collect(),
-            );
-            sm["shard"] = Value::String(shard.to_string());
-            fs::write(dir.join("manifest.json"), sm.to_string()).unwrap();
-            dirs.push(dir);
-        }
+        let mut dirs = shard_dirs(root.path(), &whole, "shard", n);
         // Merged in any order: the same points, repeats, pairing and
         // attempts as the one run.
         dirs.reverse();
@@ -1138,7 +1254,11 @@ pub(crate) mod tests {
         let e = load_apart(&[d1.clone(), same.clone()], &["a".into(), "a".into()])
             .err()
             .unwrap();
-        assert!(e.to_string().contains("its own non-empty label"), "{e}");
+        assert!(e.to_string().contains("each needs its own label"), "{e}");
+        let e = load_apart(&[d1.clone(), same.clone()], &["a".into(), "b:c".into()])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("without ':'"), "{e}");
         assert!(load_apart(std::slice::from_ref(&d1), &[]).is_err());
     }
 }
