@@ -964,6 +964,252 @@ fn a_fabric_split_over_two_machines_runs_over_vxlan_wires() {
     let _ = std::fs::remove_dir_all(&opts.out);
 }
 
+/// An sshd inside the second of [`Machines`] (port 2222, a host key and a
+/// client key of its own in a temporary directory), reached from this
+/// namespace over a veth of its own (10.98.1.1 here, 10.98.1.2 there, MTU
+/// 1600, and a route to the machine's address 10.98.0.2 over it): the
+/// machine as a remote one, reached over SSH. Everything it made goes on
+/// drop.
+struct Sshd {
+    child: std::process::Child,
+    machine: String,
+    dir: tempfile::TempDir,
+    mgmt: String,
+    made_privsep: bool,
+}
+
+impl Sshd {
+    fn new(tag: &str, machine: &str) -> Self {
+        let sshd = Path::new("/usr/sbin/sshd");
+        assert!(
+            sshd.exists(),
+            "{} is missing: scripts/setup.sh installs it (Debian's openssh-server)",
+            sshd.display()
+        );
+        let run = |c: &mut std::process::Command| {
+            let o = c.output().unwrap();
+            assert!(
+                o.status.success(),
+                "{c:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for key in ["host", "client"] {
+            run(std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key)));
+        }
+        std::fs::copy(d.join("client.pub"), d.join("authorized_keys")).unwrap();
+        std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port 2222\nListenAddress 0.0.0.0\nHostKey {}\nAuthorizedKeysFile {}\n\
+                 PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+                 StrictModes no\nUsePAM no\nPidFile none\nMaxSessions 64\nMaxStartups 64\n",
+                d.join("host").display(),
+                d.join("authorized_keys").display()
+            ),
+        )
+        .unwrap();
+        let privsep = Path::new("/run/sshd");
+        let made_privsep = !privsep.exists();
+        if made_privsep {
+            std::fs::create_dir_all(privsep).unwrap();
+        }
+        let (here, there) = (format!("mg{tag}r"), format!("mg{tag}m"));
+        let ip = |args: &[&str]| run(std::process::Command::new("ip").args(args));
+        ip(&[
+            "link", "add", &here, "mtu", "1600", "type", "veth", "peer", "name", &there, "netns",
+            machine, "mtu", "1600",
+        ]);
+        ip(&["addr", "add", "10.98.1.1/24", "dev", &here]);
+        ip(&["link", "set", &here, "up"]);
+        ip(&["-n", machine, "addr", "add", "10.98.1.2/24", "dev", &there]);
+        ip(&["-n", machine, "link", "set", &there, "up"]);
+        ip(&[
+            "route",
+            "add",
+            "10.98.0.2/32",
+            "via",
+            "10.98.1.2",
+            "dev",
+            &here,
+        ]);
+        let child = std::process::Command::new("ip")
+            .args(["netns", "exec", machine])
+            .arg(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let s = Sshd {
+            child,
+            machine: machine.to_owned(),
+            dir,
+            mgmt: here,
+            made_privsep,
+        };
+        // Up when a login works.
+        let t0 = Instant::now();
+        loop {
+            let ok = std::process::Command::new("ssh")
+                .args(s.options())
+                .args(["-o", "BatchMode=yes", "root@10.98.0.2", "true"])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap()
+                .status
+                .success();
+            if ok {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "sshd did not let us in: {}",
+                std::fs::read_to_string(s.dir.path().join("sshd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        s
+    }
+
+    /// The ssh options that reach it.
+    fn options(&self) -> Vec<String> {
+        [
+            "-p",
+            "2222",
+            "-i",
+            &self.dir.path().join("client").display().to_string(),
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Its sessions too, before their namespace goes.
+        if let Ok(o) = std::process::Command::new("ip")
+            .args(["netns", "pids", &self.machine])
+            .output()
+        {
+            for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let _ = std::process::Command::new("kill").arg(pid).status();
+            }
+        }
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.mgmt])
+            .status();
+        if self.made_privsep {
+            let _ = std::fs::remove_dir(Path::new("/run/sshd"));
+        }
+    }
+}
+
+#[test]
+fn a_fabric_part_on_a_machine_over_ssh_runs_from_one_command() {
+    let name = "a_fabric_part_on_a_machine_over_ssh_runs_from_one_command";
+    if skip_unless_root(name) {
+        return;
+    }
+    let _g = serial();
+    let (opts, prefix) = exp_options("ssh");
+    let m = Machines::new(&prefix, 1600);
+    let sshd = Sshd::new(&prefix, &m.0[1]);
+    let quoted: Vec<String> = sshd.options().iter().map(|o| format!("\"{o}\"")).collect();
+    let machine_b = |options: &str| {
+        format!(
+            "b = {{ ssh = \"root@10.98.0.2\", address = \"10.98.0.2\", ssh_options = [{options}], \
+             softswitch = \"{}\" }}",
+            opts.switch_bin.display()
+        )
+    };
+    let text = m.scenario().replace(
+        &format!("b = {{ netns = \"{}\", address = \"10.98.0.2\" }}", m.0[1]),
+        &machine_b(&quoted.join(", ")),
+    );
+    assert!(text.contains("ssh = "), "{text}");
+    let t0 = Instant::now();
+    exp::run(&scenario(&text), "ssh-test", &opts).expect("part b runs over SSH");
+    eprintln!("a part over SSH: {:.1} s", t0.elapsed().as_secs_f64());
+    // Nothing left here (the hosts' tunnels and bridges, the switches,
+    // the forwarded socket), on either machine, or in the run's directory
+    // there.
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    for i in 0..2 {
+        assert_eq!(m.links(i, &prefix), Vec::<String>::new(), "machine {i}");
+    }
+    assert!(!Path::new(&format!("/tmp/softswitch-exp-{prefix}")).exists());
+    // The shared connection is closed: no session is left on the machine.
+    let sessions = std::process::Command::new("ip")
+        .args(["netns", "pids", &m.0[1]])
+        .output()
+        .unwrap();
+    let sessions: Vec<String> = String::from_utf8_lossy(&sessions.stdout)
+        .split_whitespace()
+        .filter(|p| *p != sshd.child.id().to_string())
+        .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        sessions,
+        Vec::<String>::new(),
+        "sessions left on the machine"
+    );
+    let (g, results) = static_goodputs(&opts.out, 1);
+    eprintln!("goodput with part b over SSH: {g:?} Mbit/s");
+    assert!(g[0] > 60.0, "{g:?}");
+    assert_eq!(results[0]["hops"].as_array().unwrap().len(), 12);
+    let dir = opts.out.join("dctcp-r0");
+    let merged = read_json(&dir.join("switch.json"));
+    // Part b's host ports are the tunnels that carried its hosts' links,
+    // and they carried the flows both ways.
+    for h in [3, 4] {
+        let p = merged_port(&merged, &format!("leaf2:h{h}"));
+        assert_eq!(p["interface"], format!("{prefix}-h{h}-sw"), "{p}");
+        assert!(p["io"]["rx_packets"].as_u64().unwrap() > 1000, "{p}");
+        assert!(p["io"]["tx_packets"].as_u64().unwrap() > 1000, "{p}");
+    }
+    assert_wire_ends_agree(&merged);
+    // Its exit report came back over ssh, its 1 ms series was fetched.
+    assert_eq!(merged["parts"][1]["name"], "b");
+    let series = std::fs::read_to_string(dir.join("switch_timeseries-b.csv")).unwrap();
+    assert!(
+        series.lines().count() > 100,
+        "{} lines",
+        series.lines().count()
+    );
+    std::fs::remove_dir_all(&opts.out).unwrap();
+
+    // A machine that does not let the runner in: refused before any
+    // traffic, saying so, nothing left.
+    let (opts, prefix) = exp_options("ssh-denied");
+    let wrong = quoted.join(", ").replace("\"2222\"", "\"2223\"");
+    let text = m.scenario().replace(
+        &format!("b = {{ netns = \"{}\", address = \"10.98.0.2\" }}", m.0[1]),
+        &machine_b(&wrong),
+    );
+    let e = exp::run(&scenario(&text), "ssh-denied-test", &opts)
+        .expect_err("a machine that refuses the login is refused");
+    let msg = format!("{e:#}");
+    assert!(msg.contains("SSH login"), "{msg}");
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&opts.out);
+    drop(sshd);
+}
+
 fn assert_fails_clean(test: &str, edit: impl FnOnce(&mut RunOptions), want: &str) {
     let _g = serial();
     let (mut opts, prefix) = exp_options(test);

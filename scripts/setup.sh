@@ -36,6 +36,8 @@ APT_PKGS=(
   m4 libclang-dev llvm libpcap-dev                 # only for --features xsk-rs (libxdp-sys builds libxdp)
   fonts-dejavu-core                                # text in the experiment plots (plotters)
   tshark                                           # reads --pcap captures back in the netns tests
+  openssh-server                                   # netns-tests/exp.rs: a fabric part on a "machine" over SSH (the test's own sshd
+                                                   # inside a namespace, on port 2222; Debian's ssh service is not started here)
   slurm-wlm munge                                  # netns-tests/slurm.rs: scripts/slurm-sweep.sh on a Slurm of the test's own
                                                    # (no /etc/slurm/slurm.conf: Debian's slurmctld and slurmd services stay down)
 )

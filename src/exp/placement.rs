@@ -3,19 +3,27 @@
 //! ([`crate::fabric::split`]) and, optionally, the machine each part runs
 //! on.
 //!
-//! A machine here is a network namespace that stands in for one: the
-//! part's softswitch runs inside it (`ip netns exec`), its hosts'
-//! switch-side interfaces are moved into it, and a wire to a part on
-//! another machine is a VXLAN tunnel between the two machines' addresses
-//! over whatever joins them (in the tests, a veth standing in for their
-//! NICs). The hosts themselves stay where the runner builds them.
+//! A machine is reached one of two ways ([`Site`]):
+//!
+//! - `netns`: a network namespace on this machine that stands in for
+//!   one (as the tests do): the part's softswitch runs inside it (`ip
+//!   netns exec`) and its hosts' switch-side interfaces are moved into it.
+//! - `ssh`: another machine, reached over SSH: the part's softswitch runs
+//!   there (`softswitch`, or the path given), and each of its hosts' links
+//!   is carried there by a VXLAN tunnel from this machine, where the hosts
+//!   stay.
+//!
+//! A wire to a part on another machine is a VXLAN tunnel between the two
+//! machines' addresses over whatever joins them (in the tests, a veth
+//! standing in for their NICs). The hosts themselves stay where the
+//! runner builds them.
 //!
 //! ```toml
 //! [fabric]
 //! parts = { a = ["leaf1", "spine1"], b = ["leaf2", "spine2"] }
 //! [fabric.machines]
 //! a = { netns = "m1", address = "10.98.0.1" }
-//! b = { netns = "m2", address = "10.98.0.2" }
+//! b = { ssh = "root@10.98.0.2", address = "10.98.0.2", ssh_options = ["-p", "2222"] }
 //! ```
 
 use std::collections::BTreeMap;
@@ -23,15 +31,31 @@ use std::net::Ipv4Addr;
 
 use crate::fabric::split::{self, Split};
 use crate::fabric::FabricDesc;
+use crate::topo::Site;
 
 /// The machine a part runs on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Machine {
-    /// The network namespace that stands in for it (it must exist).
-    pub netns: String,
+    /// How it is reached: a network namespace that stands in for it (it
+    /// must exist), or SSH.
+    pub site: Site,
     /// Its address on the network that joins the machines: the local end
     /// of its VXLAN wires, the remote end of the others'.
     pub address: Ipv4Addr,
+    /// The softswitch binary there (SSH only; None: the runner's own
+    /// binary, which a namespace on this machine shares).
+    pub softswitch: Option<String>,
+}
+
+impl Machine {
+    /// Which machine it is: two parts with the same key share one.
+    fn key(&self) -> String {
+        match &self.site {
+            Site::Here => "here".into(),
+            Site::Netns(ns) => format!("netns {ns}"),
+            Site::Ssh { dest, .. } => format!("ssh {dest}"),
+        }
+    }
 }
 
 /// A split fabric and where each part runs.
@@ -49,7 +73,7 @@ impl Placement {
     /// joining two parts on one (a veth).
     pub fn tunnels(&self, w: usize) -> bool {
         let (a, b) = self.split.wires[w].parts;
-        self.machines[a].as_ref().map(|m| &m.netns) != self.machines[b].as_ref().map(|m| &m.netns)
+        self.machines[a].as_ref().map(Machine::key) != self.machines[b].as_ref().map(Machine::key)
     }
 }
 
@@ -60,8 +84,11 @@ pub const RUNNER_KEYS: [&str; 2] = ["parts", "machines"];
 const PARTS_HELP: &str = "a table of part name = [switches and hosts], e.g. \
      parts = { a = [\"leaf1\", \"spine1\"], b = [\"leaf2\", \"spine2\"] }";
 
-const MACHINES_HELP: &str = "a table of part name = { netns = \"NAME\", address = \"IPv4\" }, \
-     e.g. a = { netns = \"m1\", address = \"10.98.0.1\" }";
+const MACHINES_HELP: &str = "a table of part name = { netns = \"NAME\", address = \"IPv4\" } \
+     or { ssh = \"[user@]host\", address = \"IPv4\" }, e.g. a = { netns = \"m1\", address = \"10.98.0.1\" }";
+
+/// The keys of a machine.
+const MACHINE_KEYS: [&str; 5] = ["netns", "ssh", "ssh_options", "softswitch", "address"];
 
 /// `[fabric]`'s `parts` and `machines`, read and checked against the
 /// fabric `desc` (None: the fabric runs whole, in one process).
@@ -113,48 +140,98 @@ fn machines(table: &toml::Value, split: &Split) -> Result<Vec<Option<Machine>>, 
             )
         })?;
         let m = m.as_table().ok_or_else(bad)?;
-        if let Some(k) = m.keys().find(|k| *k != "netns" && *k != "address") {
-            return Err(format!(
-                "fabric.machines.{}: unknown key `{k}` (netns, address)",
-                p.name
-            ));
-        }
-        let netns = m.get("netns").and_then(|v| v.as_str()).ok_or_else(bad)?;
-        if netns.is_empty()
-            || netns.len() > 64
-            || !netns
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            || netns.starts_with('.')
-        {
-            return Err(format!(
-                "fabric.machines.{}: netns `{netns}` is not a namespace name",
-                p.name
-            ));
-        }
-        let address = m
-            .get("address")
-            .and_then(|v| v.as_str())
-            .ok_or_else(bad)?
-            .parse::<Ipv4Addr>()
-            .map_err(|e| format!("fabric.machines.{}: address: {e}", p.name))?;
-        out.push(Machine {
-            netns: netns.to_string(),
-            address,
-        });
+        out.push(machine(m).map_err(|e| format!("fabric.machines.{}: {e}", p.name))?);
     }
     for (i, a) in out.iter().enumerate() {
         for b in &out[i + 1..] {
-            let same_ns = a.netns == b.netns;
-            if same_ns != (a.address == b.address) {
+            if (a.key() == b.key()) != (a.address == b.address) {
                 return Err(format!(
-                    "fabric.machines: netns {} ({}) and {} ({}): one machine has one address, two have two",
-                    a.netns, a.address, b.netns, b.address
+                    "fabric.machines: {} ({}) and {} ({}): one machine has one address, two have two",
+                    a.key(),
+                    a.address,
+                    b.key(),
+                    b.address
                 ));
             }
         }
     }
     Ok(out.into_iter().map(Some).collect())
+}
+
+/// One machine's table.
+fn machine(m: &toml::Table) -> Result<Machine, String> {
+    if let Some(k) = m.keys().find(|k| !MACHINE_KEYS.contains(&k.as_str())) {
+        return Err(format!("unknown key `{k}` ({})", MACHINE_KEYS.join(", ")));
+    }
+    let text = |k: &str| -> Result<Option<&str>, String> {
+        match m.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(Some)
+                .ok_or_else(|| format!("{k} must be a string")),
+        }
+    };
+    let word = |k: &str, v: &str| -> Result<(), String> {
+        if v.is_empty()
+            || v.starts_with('-')
+            || v.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            Err(format!("{k} `{v}` must be one word, not an option"))
+        } else {
+            Ok(())
+        }
+    };
+    let site = match (text("netns")?, text("ssh")?) {
+        (Some(_), Some(_)) => {
+            return Err("netns and ssh both given: a part's machine is a namespace here or another machine over SSH".into())
+        }
+        (None, None) => return Err(format!("neither netns nor ssh: {MACHINES_HELP}")),
+        (Some(netns), None) => {
+            if netns.is_empty()
+                || netns.len() > 64
+                || !netns
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+                || netns.starts_with('.')
+            {
+                return Err(format!("netns `{netns}` is not a namespace name"));
+            }
+            for k in ["ssh_options", "softswitch"] {
+                if m.contains_key(k) {
+                    return Err(format!("{k} applies to a machine reached over SSH, not to a namespace"));
+                }
+            }
+            Site::Netns(netns.to_owned())
+        }
+        (None, Some(dest)) => {
+            word("ssh", dest)?;
+            let options = match m.get("ssh_options") {
+                None => Vec::new(),
+                Some(v) => v
+                    .as_array()
+                    .and_then(|a| a.iter().map(|o| o.as_str().map(String::from)).collect())
+                    .ok_or("ssh_options must be a list of strings, e.g. [\"-p\", \"2222\"]")?,
+            };
+            Site::Ssh {
+                dest: dest.to_owned(),
+                options,
+            }
+        }
+    };
+    let softswitch = text("softswitch")?.map(String::from);
+    if let Some(s) = &softswitch {
+        word("softswitch", s)?;
+    }
+    let address = text("address")?
+        .ok_or_else(|| format!("no address: {MACHINES_HELP}"))?
+        .parse::<Ipv4Addr>()
+        .map_err(|e| format!("address: {e}"))?;
+    Ok(Machine {
+        site,
+        address,
+        softswitch,
+    })
 }
 
 #[cfg(test)]
@@ -184,12 +261,41 @@ mod tests {
         ))
         .unwrap()
         .unwrap();
-        assert_eq!(p.machines[0].as_ref().unwrap().netns, "m1");
+        assert_eq!(
+            p.machines[0].as_ref().unwrap().site,
+            Site::Netns("m1".into())
+        );
         assert_eq!(
             p.machines[1].as_ref().unwrap().address,
             Ipv4Addr::new(10, 98, 0, 2)
         );
         assert!((0..p.split.wires.len()).all(|w| p.tunnels(w)));
+        // Another machine over SSH, with its own softswitch and options.
+        let p = read(&format!(
+            "{PARTS}[machines]\na = {{ netns = \"m1\", address = \"10.98.0.1\" }}\n\
+             b = {{ ssh = \"root@10.98.0.2\", address = \"10.98.0.2\", \
+             ssh_options = [\"-p\", \"2222\"], softswitch = \"/opt/ss/softswitch\" }}\n"
+        ))
+        .unwrap()
+        .unwrap();
+        let b = p.machines[1].as_ref().unwrap();
+        assert_eq!(
+            b.site,
+            Site::Ssh {
+                dest: "root@10.98.0.2".into(),
+                options: vec!["-p".into(), "2222".into()]
+            }
+        );
+        assert_eq!(b.softswitch.as_deref(), Some("/opt/ss/softswitch"));
+        assert!((0..p.split.wires.len()).all(|w| p.tunnels(w)));
+        // Two parts on one machine over SSH: a veth there.
+        let p = read(&format!(
+            "{PARTS}[machines]\na = {{ ssh = \"h\", address = \"10.98.0.2\" }}\n\
+             b = {{ ssh = \"h\", address = \"10.98.0.2\" }}\n"
+        ))
+        .unwrap()
+        .unwrap();
+        assert!(!p.tunnels(0));
     }
 
     #[test]
@@ -218,6 +324,24 @@ mod tests {
                 "b = { netns = \"m2\", address = \"10.98.0.2\", user = \"x\" }",
                 "unknown key `user`",
             ),
+            (
+                "b = { netns = \"m2\", ssh = \"h\", address = \"10.98.0.2\" }",
+                "netns and ssh both given",
+            ),
+            ("b = { address = \"10.98.0.2\" }", "neither netns nor ssh"),
+            (
+                "b = { ssh = \"-oProxyCommand=x\", address = \"10.98.0.2\" }",
+                "not an option",
+            ),
+            (
+                "b = { ssh = \"h\", address = \"10.98.0.2\", ssh_options = \"-p 22\" }",
+                "list of strings",
+            ),
+            (
+                "b = { netns = \"m2\", address = \"10.98.0.2\", softswitch = \"/x\" }",
+                "not to a namespace",
+            ),
+            ("b = { ssh = \"h\" }", "no address"),
         ] {
             let e = err(&format!("{a}{second}\n"));
             assert!(e.contains(want), "{second}: want `{want}` in {e}");

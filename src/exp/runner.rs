@@ -158,19 +158,49 @@ pub struct Proc {
     /// What it is, for messages.
     pub name: String,
     child: Child,
+    /// Its stdin, when closing it is how it is stopped (a switch on
+    /// another machine: SIGINT would end the `ssh` here, not the switch
+    /// there, and lose its report).
+    stdin: Option<std::process::ChildStdin>,
 }
 
 impl Proc {
-    fn spawn(name: &str, mut cmd: Command, stdout: Stdio, stderr: Stdio) -> Result<Proc> {
-        cmd.stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0);
-        let child = cmd
+    fn spawn(name: &str, cmd: Command, stdout: Stdio, stderr: Stdio) -> Result<Proc> {
+        Self::spawn_with(name, cmd, stdout, stderr, false)
+    }
+
+    /// [`Proc::spawn`] for a process that stops when its stdin closes
+    /// ([`Proc::stop`] closes it first, then signals).
+    fn spawn_stopped_by_stdin(
+        name: &str,
+        cmd: Command,
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Result<Proc> {
+        Self::spawn_with(name, cmd, stdout, stderr, true)
+    }
+
+    fn spawn_with(
+        name: &str,
+        mut cmd: Command,
+        stdout: Stdio,
+        stderr: Stdio,
+        stdin_stops: bool,
+    ) -> Result<Proc> {
+        cmd.stdin(if stdin_stops {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+        let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {name} ({cmd:?})"))?;
         Ok(Proc {
             name: name.into(),
+            stdin: child.stdin.take(),
             child,
         })
     }
@@ -188,12 +218,27 @@ impl Proc {
         send_signal(self.pid(), sig);
     }
 
-    /// SIGINT, wait up to `grace`, then SIGKILL; the exit status.
+    /// SIGINT (or, for one stopped by its stdin, closing that first), wait
+    /// up to `grace`, then SIGKILL; the exit status.
     fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         if let Some(s) = self.exited() {
             return Some(s);
         }
+        if self.stdin.take().is_some() {
+            if let Some(s) = self.wait_for(grace) {
+                return Some(s);
+            }
+        }
         self.signal(nix::sys::signal::Signal::SIGINT);
+        if let Some(s) = self.wait_for(grace) {
+            return Some(s);
+        }
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+
+    /// Its exit status if it exits within `grace`.
+    fn wait_for(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         let t0 = Instant::now();
         while t0.elapsed() < grace {
             if let Some(s) = self.exited() {
@@ -201,8 +246,7 @@ impl Proc {
             }
             thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        self.child.wait().ok()
+        None
     }
 }
 

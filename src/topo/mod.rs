@@ -32,7 +32,9 @@ pub mod dilation;
 pub mod names;
 pub mod netns;
 pub mod rps;
+pub mod site;
 mod state;
+pub mod wires;
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -44,10 +46,18 @@ pub use cc::{
     parse_cc_list, register_struct_ops_as, BPF_DCTCP, DCTCP_BPF_SOURCE, DCTCP_LINK_PIN,
     KERNEL_DCTCP,
 };
+/// Runs a command to completion, its failure a [`TopoError::Command`] with
+/// its stderr and `hint`.
+pub use cmd::run as cmd_run;
 pub use dilation::HostTimers;
 pub use names::Ipv4Net;
 pub use rps::RxCpus;
+pub use site::Site;
 pub use state::TopoRecord;
+pub use wires::{
+    add_host_tunnel, add_tunnel_end, add_wire, del_link_at, host_tunnel_names, move_link,
+    source_address, wire_names, VXLAN_OVERHEAD,
+};
 
 use crate::timebase::Dilation;
 use cmd::{ETHTOOL, IP, TC};
@@ -691,185 +701,7 @@ fn add_veth(
     made.push(Made::Link(sw.to_owned()));
     // The switch port is L2 only: no IPv6 link-local, RS or MLD from the root
     // namespace into the switch.
-    l2_up(None, sw)
-}
-
-/// The names of wire `i` between two softswitch processes of a run with
-/// `prefix` ([`add_wire`]): its two ends.
-pub fn wire_names(prefix: &str, i: usize) -> (String, String) {
-    (format!("{prefix}-w{i}a"), format!("{prefix}-w{i}b"))
-}
-
-/// `ip`, or `ip -n NS` for a link in namespace `ns`.
-fn ip_in(ns: Option<&str>) -> Command {
-    let mut c = cmd::command(IP);
-    if let Some(n) = ns {
-        c.args(["-n", n]);
-    }
-    c
-}
-
-/// Link `name` (in namespace `ns`, or this one) L2 only and up: no IPv6,
-/// so the kernel sends nothing on it.
-fn l2_up(ns: Option<&str>, name: &str) -> Result<(), TopoError> {
-    let key = format!("net.ipv6.conf.{name}.disable_ipv6");
-    match ns {
-        None => {
-            let path = netns::sysctl_path(&key);
-            if path.exists() {
-                std::fs::write(&path, "1").map_err(|source| TopoError::Io {
-                    context: format!("cannot write {}", path.display()),
-                    source,
-                })?;
-            }
-        }
-        Some(n) => {
-            let has_v6 = netns::in_netns(n, || Ok(netns::sysctl_path(&key).exists()))?;
-            if has_v6 {
-                netns::write_sysctls(n, &[Sysctl::new(&key, 1)], "")?;
-            }
-        }
-    }
-    cmd::run(ip_in(ns).args(["link", "set", name, "up"]), "")?;
-    Ok(())
-}
-
-/// Wire `i` between two softswitch processes on one machine (a fabric
-/// split over parts): a veth pair [`wire_names`] in namespace `ns` (None:
-/// this one), both ends up and L2 only, MTU `mtu` (the hosts' links').
-/// `topo down --prefix` removes it with the rest when it is in this
-/// namespace; a wire that is there already is replaced.
-pub fn add_wire(
-    prefix: &str,
-    i: usize,
-    mtu: u32,
-    ns: Option<&str>,
-) -> Result<(String, String), TopoError> {
-    names::validate_prefix(prefix).map_err(TopoError::InvalidConfig)?;
-    let (a, b) = wire_names(prefix, i);
-    del_link_in(ns, &a)?;
-    let mtu = mtu.to_string();
-    cmd::run(
-        ip_in(ns).args([
-            "link", "add", &a, "mtu", &mtu, "type", "veth", "peer", "name", &b, "mtu", &mtu,
-        ]),
-        "veth support (CONFIG_VETH) is needed",
-    )?;
-    for end in [&a, &b] {
-        l2_up(ns, end)?;
-    }
-    Ok((a, b))
-}
-
-/// VXLAN overhead on an IPv4 underlay: outer Ethernet is not counted by
-/// the MTU; outer IPv4 (20), UDP (8), VXLAN (8) and the inner Ethernet
-/// header (14) are.
-pub const VXLAN_OVERHEAD: u32 = 50;
-
-/// One end of a tunnel wire between two machines: a VXLAN device `name`
-/// in namespace `ns` (the machine), network identifier `vni`, from
-/// `local` to `remote` (UDP port 4789), MTU `mtu`, L2 only and up. The
-/// underlay towards `remote` must carry `mtu` + [`VXLAN_OVERHEAD`] bytes,
-/// so that a full-size frame crosses unfragmented: refused otherwise,
-/// naming the device to raise.
-pub fn add_tunnel_end(
-    ns: &str,
-    name: &str,
-    vni: u32,
-    local: Ipv4Addr,
-    remote: Ipv4Addr,
-    mtu: u32,
-) -> Result<(), TopoError> {
-    let (dev, under) = underlay(ns, remote)?;
-    if under < mtu + VXLAN_OVERHEAD {
-        return Err(TopoError::InvalidConfig(format!(
-            "the underlay from {local} to {remote} in namespace {ns} leaves on {dev} with MTU \
-             {under}: a {mtu}-byte frame needs {} through VXLAN (raise it: \
-             `ip -n {ns} link set {dev} mtu {}`)",
-            mtu + VXLAN_OVERHEAD,
-            mtu + VXLAN_OVERHEAD
-        )));
-    }
-    del_link_in(Some(ns), name)?;
-    let (vni, local, remote, mtu) = (
-        vni.to_string(),
-        local.to_string(),
-        remote.to_string(),
-        mtu.to_string(),
-    );
-    cmd::run(
-        ip_in(Some(ns)).args([
-            "link",
-            "add",
-            name,
-            "mtu",
-            &mtu,
-            "type",
-            "vxlan",
-            "id",
-            &vni,
-            "local",
-            &local,
-            "remote",
-            &remote,
-            "dstport",
-            "4789",
-            "nolearning",
-        ]),
-        "VXLAN support (CONFIG_VXLAN) is needed",
-    )?;
-    l2_up(Some(ns), name)
-}
-
-/// The device a packet to `remote` leaves on in namespace `ns`, and its
-/// MTU.
-fn underlay(ns: &str, remote: Ipv4Addr) -> Result<(String, u32), TopoError> {
-    let r = remote.to_string();
-    let route = cmd::run(
-        ip_in(Some(ns)).args(["-j", "route", "get", &r]),
-        "the machines must reach each other's address",
-    )?;
-    let dev = serde_json::from_str::<serde_json::Value>(&route)
-        .ok()
-        .and_then(|v| v[0]["dev"].as_str().map(String::from))
-        .ok_or_else(|| {
-            TopoError::InvalidConfig(format!("no route to {remote} in namespace {ns}: {route}"))
-        })?;
-    let link = cmd::run(
-        ip_in(Some(ns)).args(["-j", "link", "show", "dev", &dev]),
-        "",
-    )?;
-    let mtu = serde_json::from_str::<serde_json::Value>(&link)
-        .ok()
-        .and_then(|v| v[0]["mtu"].as_u64())
-        .ok_or_else(|| TopoError::InvalidConfig(format!("no MTU for {dev} in {ns}: {link}")))?;
-    Ok((dev, mtu as u32))
-}
-
-/// Moves link `name` from this namespace into namespace `ns` (a machine
-/// of a split fabric), L2 only and up there.
-pub fn move_link(name: &str, ns: &str) -> Result<(), TopoError> {
-    cmd::run(
-        cmd::command(IP).args(["link", "set", name, "netns", ns]),
-        "the namespace must exist (`ip netns list`)",
-    )?;
-    l2_up(Some(ns), name)
-}
-
-/// Removes link `name` from namespace `ns` (None: this one) if it is
-/// there; a veth's peer goes with it.
-pub fn del_link_in(ns: Option<&str>, name: &str) -> Result<(), TopoError> {
-    match ns {
-        None => delete_link(name).map(|_| ()),
-        Some(_) => {
-            let there = cmd::output(ip_in(ns).args(["link", "show", "dev", name]))
-                .is_ok_and(|o| o.status.success());
-            if there {
-                cmd::run(ip_in(ns).args(["link", "del", name]), "")?;
-            }
-            Ok(())
-        }
-    }
+    wires::l2_up(&Site::Here, sw)
 }
 
 /// The host's interface in `ns`: address `cidr`, up, no tx checksum

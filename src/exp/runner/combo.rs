@@ -129,6 +129,8 @@ struct Running {
     socket: PathBuf,
     /// A killed switch leaves its socket file; removed whatever happens.
     _socket_guard: RemoveOnDrop,
+    /// On another machine: what its files are there.
+    remote: Option<parts::RemoteSwitch>,
 }
 
 /// What one switch process of a combination is started with, besides the
@@ -180,31 +182,47 @@ fn start_switches(
             part,
         };
         let args = combo_switch_args(sc, opts, topo, combo, dir, &launch);
-        // On a machine: inside its namespace (the stats socket is a file,
-        // reached from any namespace).
-        let mut c = match machine {
-            Some(m) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &m.netns]).arg(&opts.switch_bin);
-                c
-            }
-            None => Command::new(&opts.switch_bin),
-        };
-        c.args(args);
         let n = name.as_deref();
-        let out = File::create(part_file(dir, "switch", n, "json"))?;
-        let log = File::create(part_file(dir, "switch", n, "log"))?;
         let what = match (n, machine) {
-            (Some(p), Some(m)) => format!("softswitch (part {p}, netns {})", m.netns),
+            (Some(p), Some(m)) => format!("softswitch (part {p}, {})", m.site),
             (Some(p), None) => format!("softswitch (part {p})"),
             _ => "softswitch".to_string(),
         };
-        let proc_ = Proc::spawn(&what, c, Stdio::from(out), Stdio::from(log))?;
+        let out = Stdio::from(File::create(part_file(dir, "switch", n, "json"))?);
+        let log = Stdio::from(File::create(part_file(dir, "switch", n, "log"))?);
+        let (proc_, remote) = match machine {
+            // Another machine: over SSH, its files copied there and back.
+            Some(m) if m.site.is_remote() => {
+                if opts.captures(sc) {
+                    bail!(
+                        "capture on part {} over SSH is not built: capture where every part runs \
+                         on this machine or in a namespace",
+                        n.unwrap_or_default()
+                    );
+                }
+                let tag = format!("{}-{}", combo.index, n.unwrap_or_default());
+                let (c, r) = parts::RemoteSwitch::new(m, &topo.prefix, &tag, &args, &socket)?;
+                (Proc::spawn_stopped_by_stdin(&what, c, out, log)?, Some(r))
+            }
+            // On a machine that is a namespace here: inside it (the stats
+            // socket is a file, reached from any namespace).
+            Some(m) => {
+                let mut argv = vec![opts.switch_bin.display().to_string()];
+                argv.extend(args);
+                (Proc::spawn(&what, m.site.command(&argv), out, log)?, None)
+            }
+            None => {
+                let mut c = Command::new(&opts.switch_bin);
+                c.args(args);
+                (Proc::spawn(&what, c, out, log)?, None)
+            }
+        };
         running.push(Running {
             part: name,
             proc_,
             socket,
             _socket_guard: guard,
+            remote,
         });
     }
     Ok(running)
@@ -448,6 +466,9 @@ fn stop_switches(
     for s in switches {
         let part = s.part.clone();
         let v = stop_switch(s.proc_, &part_file(dir, "switch", part.as_deref(), "json"))?;
+        if let Some(r) = &s.remote {
+            r.fetch()?;
+        }
         ports.push(PartPorts {
             series: part_file(dir, "switch_timeseries", part.as_deref(), "csv"),
             names: port_names(&v).unwrap_or_else(|| topo.switch_ifs()),

@@ -5,9 +5,12 @@
 //! `-w<i>b`), each end named to its process by the link's egress port
 //! there (`--link-ifaces`): a veth pair between two parts on one machine
 //! ([`topo::add_wire`]), a VXLAN tunnel between two machines
-//! ([`topo::add_tunnel_end`]; machines are network namespaces here, see
-//! [`crate::exp::placement`]), whose parts' softswitch runs inside the
-//! machine's namespace with its hosts' switch-side interfaces moved there.
+//! ([`topo::add_tunnel_end`]; a machine is a network namespace standing in
+//! for one, or another machine over SSH, see [`crate::exp::placement`]).
+//! A part in a namespace runs its softswitch there with its hosts'
+//! switch-side interfaces moved in; a part over SSH runs it there
+//! ([`RemoteSwitch`]) with its hosts' links carried by tunnels from here,
+//! where the hosts stay.
 //!
 //! Every part is started and answers on its stats socket before any host
 //! sends (a frame sent on a wire before the far end's socket is bound is
@@ -23,53 +26,87 @@
 //! the queue time series of all parts share one axis: emulated time since
 //! the runner started sampling, just before the traffic.
 
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::exp::placement::Placement;
+use crate::exp::placement::{Machine, Placement};
 use crate::fabric::split::{Part, WireEnd};
-use crate::topo::{self, Topology};
+use crate::topo::site::{shell_line, shell_quote};
+use crate::topo::{self, Site, Topology};
 
-/// One end of a wire: its interface and the namespace it is in (None:
-/// the runner's).
+/// One end of a wire (or of a host's tunnel): its interface and where it
+/// is.
 struct End {
-    ns: Option<String>,
+    site: Site,
     name: String,
 }
 
 /// The run's wires, removed when dropped: a veth pair between parts on one
 /// machine (or both on this one), a VXLAN tunnel between two machines;
-/// and the hosts' ports moved onto machines.
+/// the hosts' ports moved onto machines that are namespaces here, and
+/// carried by tunnels to machines reached over SSH; and the run's files
+/// on those machines.
 pub(super) struct Wires {
     ends: Vec<End>,
+    /// Machines over SSH and the run's directory there.
+    remote_dirs: Vec<(Site, String)>,
 }
 
-/// The VXLAN network identifier of wire `w` in a run with `prefix`: one of
-/// its own per run (a hash of the prefix) and per wire, so that two runs
-/// between the same machines do not share one.
-fn vni(prefix: &str, w: usize) -> u32 {
+/// The VXLAN network identifier of tunnel `index` in a run with `prefix`:
+/// one of its own per run (a hash of the prefix) and per tunnel (a wire's
+/// index, or [`HOST_VNI`] + a host's), so that two runs between the same
+/// machines, or two tunnels ending on one machine, do not share one.
+fn vni(prefix: &str, index: usize) -> u32 {
     let h = prefix.bytes().fold(0x811c_9dc5u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });
-    ((h % 0xffff) << 8 | (w as u32 & 0xff)) + 1
+    ((h % 0xfff) << 12 | (index as u32 & 0xfff)) + 1
+}
+
+/// Where host tunnels' indices start in [`vni`] (wires count from 0).
+const HOST_VNI: usize = 2048;
+
+/// The directory a run with `prefix` keeps its files in on a machine
+/// reached over SSH (the switch's config, fabric, stats socket and time
+/// series; removed at the end).
+pub(super) fn remote_dir(prefix: &str) -> String {
+    format!("/tmp/softswitch-exp-{prefix}")
 }
 
 impl Wires {
     /// Makes every wire of `p` (MTU `mtu`, the hosts' links'), after
-    /// moving the hosts' ports of parts on machines there
-    /// ([`Wires::move_host_ports`]).
+    /// carrying the hosts' ports of parts on machines there
+    /// ([`Wires::carry_host_ports`]).
     pub(super) fn up(prefix: &str, p: &Placement, mtu: u32, topo: &Topology) -> Result<Wires> {
-        let mut w = Wires { ends: Vec::new() };
-        w.move_host_ports(p, topo)?;
+        let mut w = Wires {
+            ends: Vec::new(),
+            remote_dirs: Vec::new(),
+        };
+        for m in p.machines.iter().flatten() {
+            if m.site.is_remote() && !w.remote_dirs.iter().any(|(s, _)| *s == m.site) {
+                let dir = remote_dir(prefix);
+                topo::cmd_run(
+                    &mut m.site.command(&["mkdir", "-p", &dir]),
+                    "the machine must accept the SSH login",
+                )
+                .with_context(|| format!("making {dir} on {}", m.site))?;
+                w.remote_dirs.push((m.site.clone(), dir));
+            }
+        }
+        w.carry_host_ports(prefix, p, mtu, topo)?;
         for (i, wire) in p.split.wires.iter().enumerate() {
             let what = || format!("making the wire {} — {}", wire.a_port, wire.b_port);
             let (ma, mb) = (&p.machines[wire.parts.0], &p.machines[wire.parts.1]);
             let (a, b) = topo::wire_names(prefix, i);
             if !p.tunnels(i) {
-                let ns = ma.as_ref().map(|m| m.netns.clone());
-                topo::add_wire(prefix, i, mtu, ns.as_deref()).with_context(what)?;
+                let site = ma.as_ref().map_or(Site::Here, |m| m.site.clone());
+                topo::add_wire(prefix, i, mtu, &site).with_context(what)?;
                 // The peer goes with it.
-                w.ends.push(End { ns, name: a });
+                w.ends.push(End { site, name: a });
                 continue;
             }
             let (Some(ma), Some(mb)) = (ma, mb) else {
@@ -77,7 +114,7 @@ impl Wires {
             };
             for (m, other, name) in [(ma, mb, a), (mb, ma, b)] {
                 topo::add_tunnel_end(
-                    &m.netns,
+                    &m.site,
                     &name,
                     vni(prefix, i),
                     m.address,
@@ -86,45 +123,237 @@ impl Wires {
                 )
                 .with_context(what)?;
                 w.ends.push(End {
-                    ns: Some(m.netns.clone()),
+                    site: m.site.clone(),
                     name,
                 });
             }
         }
         Ok(w)
     }
+
+    /// The switch-side interface of every host of a part that runs on a
+    /// machine, made that machine's: on a namespace standing in for one,
+    /// moved into it; on a machine over SSH, carried there by a VXLAN
+    /// tunnel from this machine (bridged here to the interface, named as
+    /// the interface there, so the part's `--ports` are the same either
+    /// way). Removed when dropped: a host namespace's devices go only
+    /// when the kernel frees it, which may be after the run has ended (its
+    /// sockets hold it).
+    fn carry_host_ports(
+        &mut self,
+        prefix: &str,
+        p: &Placement,
+        mtu: u32,
+        topo: &Topology,
+    ) -> Result<()> {
+        for (part, m) in p.split.parts.iter().zip(&p.machines) {
+            let Some(m) = m else { continue };
+            let local = match &m.site {
+                Site::Ssh { .. } => Some(topo::source_address(m.address).with_context(|| {
+                    format!(
+                        "finding this machine's address towards {} ({})",
+                        m.site, m.address
+                    )
+                })?),
+                _ => None,
+            };
+            for (&h, port) in part.hosts.iter().zip(part_ports(part, topo)) {
+                match (&m.site, local) {
+                    (Site::Netns(ns), _) => {
+                        topo::move_link(&port, ns)
+                            .with_context(|| format!("moving {port} into namespace {ns}"))?;
+                        self.ends.push(End {
+                            site: m.site.clone(),
+                            name: port,
+                        });
+                    }
+                    (_, Some(local)) => self.carry_over_ssh(prefix, m, h, port, local, mtu)?,
+                    _ => bail!("part {}: a machine is a namespace or SSH", part.name),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Host `h`'s switch-side interface `port` carried to machine `m` over
+    /// SSH: a tunnel from `local` here, bridged to `port`, to an end named
+    /// `port` there.
+    fn carry_over_ssh(
+        &mut self,
+        prefix: &str,
+        m: &Machine,
+        h: usize,
+        port: String,
+        local: std::net::Ipv4Addr,
+        mtu: u32,
+    ) -> Result<()> {
+        let (tunnel, bridge) = topo::host_tunnel_names(prefix, h);
+        let id = vni(prefix, HOST_VNI + h);
+        let what = || format!("carrying {port} to {} ({})", m.site, m.address);
+        // Listed before it is made: a half-made one is removed too.
+        self.ends.push(End {
+            site: Site::Here,
+            name: bridge.clone(),
+        });
+        self.ends.push(End {
+            site: Site::Here,
+            name: tunnel.clone(),
+        });
+        topo::add_host_tunnel(&port, &tunnel, &bridge, id, local, m.address, mtu)
+            .with_context(what)?;
+        self.ends.push(End {
+            site: m.site.clone(),
+            name: port.clone(),
+        });
+        topo::add_tunnel_end(&m.site, &port, id, m.address, local, mtu).with_context(what)?;
+        Ok(())
+    }
 }
 
 impl Drop for Wires {
     fn drop(&mut self) {
         for e in &self.ends {
-            if let Err(err) = topo::del_link_in(e.ns.as_deref(), &e.name) {
-                eprintln!("softswitch-exp: removing wire end {}: {err}", e.name);
+            if let Err(err) = topo::del_link_at(&e.site, &e.name) {
+                eprintln!("softswitch-exp: removing {} on {}: {err}", e.name, e.site);
             }
+        }
+        for (site, dir) in &self.remote_dirs {
+            let mut c = site.command(&["rm", "-rf", dir]);
+            if let Err(err) = topo::cmd_run(&mut c, "") {
+                eprintln!("softswitch-exp: removing {dir} on {site}: {err}");
+            }
+            site.close_shared();
         }
     }
 }
 
-impl Wires {
-    /// Moves the switch-side interface of every host of a part that runs
-    /// on a machine into that machine's namespace (where its softswitch
-    /// runs), and removes it from there when dropped: a host namespace's
-    /// devices go only when the kernel frees it, which may be after the
-    /// run has ended (its sockets hold it).
-    pub(super) fn move_host_ports(&mut self, p: &Placement, topo: &Topology) -> Result<()> {
-        for (part, m) in p.split.parts.iter().zip(&p.machines) {
-            let Some(m) = m else { continue };
-            for port in part_ports(part, topo) {
-                topo::move_link(&port, &m.netns)
-                    .with_context(|| format!("moving {port} into namespace {}", m.netns))?;
-                self.ends.push(End {
-                    ns: Some(m.netns.clone()),
-                    name: port,
-                });
+/// A part's softswitch on a machine reached over SSH: `ssh` runs it
+/// there until this side closes its stdin (then SIGINT, so that it writes
+/// its exit report, which comes back on ssh's stdout), with its stats
+/// socket forwarded to `socket` here. The switch's input files (config,
+/// fabric) are copied into the run's directory there first; its time
+/// series is written there and fetched by [`RemoteSwitch::fetch`].
+pub(super) struct RemoteSwitch {
+    site: Site,
+    /// (there, here) of each file the switch writes.
+    outputs: Vec<(String, PathBuf)>,
+}
+
+/// Flags whose value is a file the switch reads.
+const SWITCH_INPUTS: [&str; 2] = ["--config", "--topology"];
+/// Flags whose value is a file the switch writes.
+const SWITCH_OUTPUTS: [&str; 1] = ["--timeseries"];
+
+impl RemoteSwitch {
+    /// `args` (as for a switch here, with local paths) for a switch on `m`
+    /// in a run with `prefix`, its files there named after `tag` (one per
+    /// combination and part); the stats socket `socket` here is forwarded
+    /// to one there. The command that runs it, and what to fetch after.
+    pub(super) fn new(
+        m: &Machine,
+        prefix: &str,
+        tag: &str,
+        args: &[String],
+        socket: &Path,
+    ) -> Result<(Command, Self)> {
+        let site = m.site.clone();
+        let dir = remote_dir(prefix);
+        let there_socket = format!("{dir}/{tag}.sock");
+        let mut remote_args = Vec::with_capacity(args.len());
+        let mut outputs = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            remote_args.push(a.clone());
+            let flag = a.as_str();
+            if !(SWITCH_INPUTS.contains(&flag)
+                || SWITCH_OUTPUTS.contains(&flag)
+                || flag == "--stats-socket")
+            {
+                continue;
+            }
+            let Some(value) = it.next() else { break };
+            let here = PathBuf::from(value);
+            let name = here
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let there = format!("{dir}/{tag}-{name}");
+            if SWITCH_INPUTS.contains(&flag) {
+                upload(&site, &here, &there)?;
+                remote_args.push(there);
+            } else if flag == "--stats-socket" {
+                remote_args.push(there_socket.clone());
+            } else {
+                outputs.push((there.clone(), here));
+                remote_args.push(there);
+            }
+        }
+        let bin = m.softswitch.clone().unwrap_or_else(|| "softswitch".into());
+        // The switch runs until ssh's stdin (fd 3 here) closes — the
+        // runner stops it so, or its end of the connection went — then
+        // gets SIGINT and writes its report; ssh ends with its status.
+        let script = "exec 3<&0; \"$0\" \"$@\" </dev/null & p=$!; \
+                      { read -r _ <&3; kill -INT $p; } >/dev/null 2>&1 & r=$!; \
+                      wait $p; s=$?; kill $r 2>/dev/null; exit $s";
+        let mut argv = vec!["sh".to_owned(), "-c".to_owned(), script.to_owned(), bin];
+        argv.extend(remote_args);
+        let forward = format!("{}:{there_socket}", socket.display());
+        let extra: Vec<String> = [
+            "-o",
+            "ControlMaster=no",
+            "-o",
+            "ControlPath=none",
+            "-o",
+            "ExitOnForwardFailure=yes",
+            "-o",
+            "StreamLocalBindUnlink=yes",
+            "-L",
+            &forward,
+        ]
+        .map(String::from)
+        .to_vec();
+        let command = site.shell(&extra, &shell_line(&argv));
+        Ok((command, RemoteSwitch { site, outputs }))
+    }
+
+    /// Copies what the switch wrote there to where it would have written
+    /// it here.
+    pub(super) fn fetch(&self) -> Result<()> {
+        for (there, here) in &self.outputs {
+            let out = File::create(here).with_context(|| format!("creating {}", here.display()))?;
+            let st = self
+                .site
+                .command(&["cat", there])
+                .stdin(Stdio::null())
+                .stdout(out)
+                .status()
+                .with_context(|| format!("fetching {there} from {}", self.site))?;
+            if !st.success() {
+                bail!("fetching {there} from {}: {st}", self.site);
             }
         }
         Ok(())
     }
+}
+
+/// Copies file `here` to `there` on `site`.
+fn upload(site: &Site, here: &Path, there: &str) -> Result<()> {
+    let file = File::open(here).with_context(|| format!("reading {}", here.display()))?;
+    let out = site
+        .shell(&[], &format!("cat > {}", shell_quote(there)))
+        .stdin(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .with_context(|| format!("copying {} to {site}", here.display()))?;
+    if !out.status.success() {
+        bail!(
+            "copying {} to {there} on {site}: {}",
+            here.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 /// `--ports` of part `p`'s process: its hosts' switch-side interfaces, in
