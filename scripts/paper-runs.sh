@@ -29,6 +29,7 @@ EXPERIMENTS=(
   "pred-flows-10g|scenarios/pred-flows-10g.toml|--repeat 5 --quick"
   "pred-flows-10g-testbed|scenarios/pred-flows-10g-testbed.toml|--repeat 3"
   "diffecn-fig13|scenarios/diffecn-fig13.toml|--repeat 5 --quick"
+  "diffecn-fig13-full|scenarios/diffecn-fig13.toml|--repeat 5"
   "leafspine-pred|scenarios/leafspine-pred.toml|--repeat 5"
 )
 
