@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::report::{self, Loaded};
+use super::report::{self, Loaded, Provenance};
 use super::scenario::{SweepValue, TestMethod};
 use super::stats;
 use super::summary::{self, fmt_value, metric_info, Comparison, Point, Summary, Verdict};
@@ -346,16 +346,22 @@ fn render(loaded: &Loaded, s: &Summary, args: &ReportArgs, command: &str) -> Res
     Ok(out)
 }
 
-fn caption(
-    loaded: &Loaded,
-    s: &Summary,
-    points: &[&Point],
-    family: usize,
-    args: &ReportArgs,
-    command: &str,
-) -> String {
+/// Each run of a table as its caption names it (commit, command, shard,
+/// date), and the machine they ran on — or, when their kernels or CPU
+/// counts differ, each run's own after its date.
+fn provenance_words(provenance: &[Provenance]) -> (Vec<String>, String) {
+    let machines: Vec<String> = provenance
+        .iter()
+        .map(|p| {
+            let cpus = p.machine["cpus"]
+                .as_u64()
+                .map_or(String::new(), |c| format!(", {c} CPUs"));
+            format!("kernel {}{cpus}", p.kernel)
+        })
+        .collect();
+    let same = machines.windows(2).all(|w| w[0] == w[1]);
     let mut runs: Vec<String> = Vec::new();
-    for p in &loaded.provenance {
+    for (p, m) in provenance.iter().zip(&machines) {
         let short = &p.git_commit[..p.git_commit.len().min(10)];
         let shard = p
             .shard
@@ -365,21 +371,35 @@ fn caption(
             .command
             .as_ref()
             .map_or(String::new(), |c| format!(", `{}`", command_words(c)));
+        let on = if same {
+            String::new()
+        } else {
+            format!(", on {m}")
+        };
         runs.push(format!(
-            "commit {short} ({}){cmd}{shard}, {}",
+            "commit {short} ({}){cmd}{shard}, {}{on}",
             dirty_word(p.git_dirty),
             p.started.get(..10).unwrap_or("date not recorded")
         ));
     }
     runs.dedup();
-    let first = loaded.provenance.first();
-    let machine = first.map_or(String::new(), |p| {
-        let m = &p.machine;
-        let cpus = m["cpus"]
-            .as_u64()
-            .map_or(String::new(), |c| format!(", {c} CPUs"));
-        format!("kernel {}{cpus}", p.kernel)
-    });
+    let machine = match machines.first() {
+        Some(m) if same => m.clone(),
+        Some(_) => "kernels or machines differ: each run's is named with it".to_owned(),
+        None => String::new(),
+    };
+    (runs, machine)
+}
+
+fn caption(
+    loaded: &Loaded,
+    s: &Summary,
+    points: &[&Point],
+    family: usize,
+    args: &ReportArgs,
+    command: &str,
+) -> String {
+    let (runs, machine) = provenance_words(&loaded.provenance);
     let quick = if loaded.provenance.iter().any(|p| p.quick) {
         "with `--quick`"
     } else {
@@ -568,6 +588,39 @@ mod tests {
             a: ReportArgs,
         }
         P::try_parse_from(words.split_whitespace()).unwrap().a
+    }
+
+    #[test]
+    fn runs_on_different_kernels_each_name_theirs() {
+        let run = |commit: &str, kernel: &str| Provenance {
+            dir: "d".into(),
+            git_commit: commit.into(),
+            git_dirty: Some(false),
+            command: Some("/usr/bin/softswitch-exp run s.toml".into()),
+            kernel: kernel.into(),
+            machine: serde_json::json!({"cpus": 2}),
+            quick: false,
+            started: "2026-12-02T00:00:00Z".into(),
+            shard: None,
+        };
+        let (runs, machine) = provenance_words(&[run("aaaa", "6.18.0"), run("bbbb", "6.18.0")]);
+        assert_eq!(machine, "kernel 6.18.0, 2 CPUs");
+        assert_eq!(
+            runs[0],
+            "commit aaaa (clean), `softswitch-exp run s.toml`, 2026-12-02"
+        );
+        let (runs, machine) = provenance_words(&[run("aaaa", "6.18.0-a"), run("bbbb", "6.18.0-b")]);
+        assert!(machine.contains("differ"), "{machine}");
+        assert!(
+            runs[0].ends_with("2026-12-02, on kernel 6.18.0-a, 2 CPUs"),
+            "{}",
+            runs[0]
+        );
+        assert!(
+            runs[1].ends_with("on kernel 6.18.0-b, 2 CPUs"),
+            "{}",
+            runs[1]
+        );
     }
 
     #[test]
