@@ -25,7 +25,10 @@
 #              DS ("1 4 16 32 40 64"), CONTROL_D (40), REPEAT (5),
 #              RETRY (1), SCENARIOS ("websearch incast"; also
 #              "incast-notlp": the incast with the hosts' TLP and RACK off,
-#              which measures what their unstretched 2 ms floors do).
+#              which measures what their unstretched 2 ms floors do;
+#              "incast-notlp-quickack": that with delayed ACKs off too;
+#              "longflows": TCN Fig. 1's 8-flow point with the hosts
+#              dilated and Linux's GSO).
 # Prints every command it runs (also in <out>/commands.txt) and where the
 # results are.
 set -euo pipefail
@@ -48,7 +51,7 @@ while [ $# -gt 0 ]; do
     --only) SCENARIOS=$2; shift ;;
     --dry-run) DRY=1 ;;
     --steps) STEPS=$2; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
