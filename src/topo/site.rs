@@ -57,8 +57,7 @@ impl Site {
                 c
             }
             Site::Netns(ns) => {
-                let mut c =
-                    Command::new(super::cmd::find_tool("ip").unwrap_or_else(|| "ip".into()));
+                let mut c = super::cmd::command(super::cmd::IP);
                 c.args(["netns", "exec", ns]).args(&argv);
                 c
             }

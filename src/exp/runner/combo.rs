@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -29,7 +29,7 @@ use crate::exp::timeseries::{
 };
 use crate::fabric::split::Part;
 use crate::timebase::Dilation;
-use crate::topo::Topology;
+use crate::topo::{Site, Topology};
 
 /// Runs one combination and writes its `result.json`.
 pub(super) fn run_combo(
@@ -204,17 +204,13 @@ fn start_switches(
                 let (c, r) = parts::RemoteSwitch::new(m, &topo.prefix, &tag, &args, &socket)?;
                 (Proc::spawn_stopped_by_stdin(&what, c, out, log)?, Some(r))
             }
-            // On a machine that is a namespace here: inside it (the stats
-            // socket is a file, reached from any namespace).
-            Some(m) => {
+            // Here, or on a machine that is a namespace here: inside it
+            // (the stats socket is a file, reached from any namespace).
+            _ => {
+                let site = machine.map_or(Site::Here, |m| m.site.clone());
                 let mut argv = vec![opts.switch_bin.display().to_string()];
                 argv.extend(args);
-                (Proc::spawn(&what, m.site.command(&argv), out, log)?, None)
-            }
-            None => {
-                let mut c = Command::new(&opts.switch_bin);
-                c.args(args);
-                (Proc::spawn(&what, c, out, log)?, None)
+                (Proc::spawn(&what, site.command(&argv), out, log)?, None)
             }
         };
         running.push(Running {
