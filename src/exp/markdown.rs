@@ -347,8 +347,8 @@ fn render(loaded: &Loaded, s: &Summary, args: &ReportArgs, command: &str) -> Res
 }
 
 /// Each run of a table as its caption names it (commit, command, shard,
-/// date), and the machine they ran on — or, when their kernels or CPU
-/// counts differ, each run's own after its date.
+/// date), and the machine they ran on — or, when their kernels, CPU
+/// counts or CPU models differ, each run's own after its date.
 fn provenance_words(provenance: &[Provenance]) -> (Vec<String>, String) {
     let machines: Vec<String> = provenance
         .iter()
@@ -356,7 +356,12 @@ fn provenance_words(provenance: &[Provenance]) -> (Vec<String>, String) {
             let cpus = p.machine["cpus"]
                 .as_u64()
                 .map_or(String::new(), |c| format!(", {c} CPUs"));
-            format!("kernel {}{cpus}", p.kernel)
+            // The VM's CPU can change under the same kernel name and
+            // changes what a run holds.
+            let model = p.machine["cpu_model"]
+                .as_str()
+                .map_or(String::new(), |m| format!(" ({m})"));
+            format!("kernel {}{cpus}{model}", p.kernel)
         })
         .collect();
     let same = machines.windows(2).all(|w| w[0] == w[1]);
@@ -621,6 +626,20 @@ mod tests {
             "{}",
             runs[1]
         );
+        // The same kernel on another CPU is another machine.
+        let on = |model: &str| Provenance {
+            machine: serde_json::json!({"cpus": 2, "cpu_model": model}),
+            ..run("aaaa", "6.18.0")
+        };
+        let (runs, machine) = provenance_words(&[on("Intel Xeon"), on("AMD EPYC")]);
+        assert!(machine.contains("differ"), "{machine}");
+        assert!(
+            runs[1].ends_with("on kernel 6.18.0, 2 CPUs (AMD EPYC)"),
+            "{}",
+            runs[1]
+        );
+        let (_, machine) = provenance_words(&[on("AMD EPYC"), on("AMD EPYC")]);
+        assert_eq!(machine, "kernel 6.18.0, 2 CPUs (AMD EPYC)");
     }
 
     #[test]

@@ -114,6 +114,14 @@ pub fn metric_info(key: &str) -> (String, Unit) {
         ["marks"] => ("CE marks per run".into(), Unit::Count),
         ["rtos"] => ("RTOs per run".into(), Unit::Count),
         ["retrans"] => ("retransmitted segments per run".into(), Unit::Count),
+        ["guard", "stalls"] => (
+            "data-path stalls (> 100 us real) per run".into(),
+            Unit::Count,
+        ),
+        ["guard", "lost_share"] => (
+            "largest share of a port's link time lost".into(),
+            Unit::Share,
+        ),
         ["host", c] => (
             format!("{} per run", super::results::HostTotals::metric_name(c)),
             Unit::Count,
@@ -221,6 +229,10 @@ pub fn repeat_values(r: &ComboResult) -> BTreeMap<String, f64> {
     v.insert("marks".into(), r.switch.marked_pkts as f64);
     v.insert("rtos".into(), r.hosts.timeouts as f64);
     v.insert("retrans".into(), r.hosts.retrans_segs as f64);
+    // What the fidelity guard measured of the machine (of faithful repeats,
+    // as every number here): how a run on another machine or kernel held.
+    v.insert("guard.stalls".into(), r.fidelity.stalls as f64);
+    v.insert("guard.lost_share".into(), r.fidelity.max_lost_fraction);
     for (k, n) in r.hosts.timer_metrics() {
         v.insert(format!("host.{k}"), n as f64);
     }
@@ -1412,6 +1424,17 @@ pub(crate) mod tests {
         assert_eq!(s.repeats.len(), 9);
         assert_eq!(s.repeats[0].dir, "dctcp-load0.50-r0");
         assert_eq!(s.repeats[0].values["fct.small.mean_us"], 100.0);
+    }
+
+    #[test]
+    fn the_guards_stalls_and_lost_link_time_are_numbers_of_a_repeat() {
+        let mut r = combo("dctcp", 0.5, 0, vec![flow(1_000, 100)], 0);
+        r.fidelity.stalls = 734;
+        r.fidelity.max_lost_fraction = 0.004;
+        let v = repeat_values(&r);
+        assert_eq!((v["guard.stalls"], v["guard.lost_share"]), (734.0, 0.004));
+        assert_eq!(metric_info("guard.stalls").1, Unit::Count);
+        assert!(metric_info("guard.lost_share").0.contains("link time lost"));
     }
 
     #[test]
