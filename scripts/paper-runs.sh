@@ -62,8 +62,11 @@ if [ "$PLAN_ONLY" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
   echo "paper-runs.sh: running experiments needs root (namespaces, XDP): sudo $0 $*" >&2
   exit 2
 fi
-# The binaries of this commit (incremental: quick when they are).
-cargo build --release --locked --bins
+# The binaries of this commit (incremental: quick when they are). A plan
+# only reads the scenarios: it uses the binary there is, if any.
+if [ "$PLAN_ONLY" -eq 0 ] || [ ! -x "$EXP" ]; then
+  cargo build --release --locked --bins
+fi
 
 commit=$(git rev-parse --short=10 HEAD)
 for name in "${NAMES[@]}"; do
