@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Every attempt of an archived run as the fidelity guard saw it.
 
-Usage: scripts/guard-attempts.py ARCHIVE...
+Usage: scripts/guard-attempts.py ARCHIVE_OR_RESULTS_DIR...
 
-One line per combination directory kept in ARCHIVE/combos.json.gz — the
+One line per combination directory kept in ARCHIVE/combos.json.gz, or
+found in a results directory (a run still going included) — the
 repeats kept *and* the unfaithful attempts set aside (`<dir>.unfaithful<k>`)
 — with its verdict, the largest share of a judged port's backlogged link
 time lost, the data path's stalls over 100 us (real) and the time stalled
@@ -13,7 +14,30 @@ work (stalls inside kicks, where the hosts' stacks run) or its host (steal).
 """
 import gzip
 import json
+import os
 import sys
+
+
+def combos_of(path):
+    """An archive's combos.json.gz, or a results directory's combination
+    directories (each with its result.json and switch.json)."""
+    archived = os.path.join(path, "combos.json.gz")
+    if os.path.exists(archived):
+        with gzip.open(archived) as f:
+            return json.load(f)
+    combos = {}
+    for name in os.listdir(path):
+        result = os.path.join(path, name, "result.json")
+        if not os.path.exists(result):
+            continue  # base_rtt, logs, or a combination still running
+        with open(result) as f:
+            c = {"result": json.load(f)}
+        switch = os.path.join(path, name, "switch.json")
+        if os.path.exists(switch):
+            with open(switch) as f:
+                c["switch"] = json.load(f)
+        combos[name] = c
+    return combos
 
 
 def main(archives):
@@ -22,8 +46,7 @@ def main(archives):
     print(f"{'combination':40} {'verdict':8} {'lost %':>6} {'stalls':>6}"
           f" {'in kicks ms':>11} {'stolen ms':>9}")
     for archive in archives:
-        with gzip.open(f"{archive}/combos.json.gz") as f:
-            combos = json.load(f)
+        combos = combos_of(archive)
         for name, c in sorted(combos.items()):
             fid = c["result"]["fidelity"]
             loop = c.get("switch", {}).get("loop", {})
