@@ -555,6 +555,65 @@ fn an_unfaithful_combination_is_kept_aside_and_run_again() {
     std::fs::remove_dir_all(&opts.out).unwrap();
 }
 
+/// `--retry-later`: the unfaithful combinations are run again only after
+/// every combination's first attempt.
+#[test]
+fn later_retries_come_after_every_first_attempt() {
+    if skip_unless_root("later_retries_come_after_every_first_attempt") {
+        return;
+    }
+    let _g = serial();
+    let (mut opts, prefix) = exp_options("retrylater");
+    opts.retry_unfaithful = 1;
+    opts.retry_later = true;
+    let mut sc = scenario(NEVER_FAITHFUL);
+    sc.repeat = 2;
+    let report = exp::run(&sc, "retry-later-test", &opts).expect("run succeeds");
+    assert_eq!(leftovers(&prefix, &opts.out), Vec::<String>::new());
+    let written = |dir: String| {
+        std::fs::metadata(opts.out.join(&dir).join("result.json"))
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+    };
+    // Each repeat's first attempt is its `.unfaithful1` if it was retried.
+    let retried: Vec<bool> = (0..2)
+        .map(|r| opts.out.join(format!("tcn-r{r}.unfaithful1")).exists())
+        .collect();
+    eprintln!("retried: {retried:?}\n{:#?}", report.notes);
+    assert!(
+        retried.iter().any(|&r| r),
+        "no first attempt, with no stall allowed, was judged unfaithful: nothing was retried"
+    );
+    let firsts: Vec<_> = (0..2)
+        .map(|r| {
+            written(if retried[r] {
+                format!("tcn-r{r}.unfaithful1")
+            } else {
+                format!("tcn-r{r}")
+            })
+        })
+        .collect();
+    let last_first = firsts.iter().max().unwrap();
+    for r in (0..2).filter(|&r| retried[r]) {
+        assert!(
+            written(format!("tcn-r{r}")) > *last_first,
+            "repeat {r} was run again before every first attempt was over"
+        );
+        assert!(!opts.out.join(format!("tcn-r{r}.unfaithful2")).exists());
+    }
+    let manifest = read_json(&opts.out.join("manifest.json"));
+    assert_eq!(manifest["retry_later"], true);
+    assert_eq!(
+        manifest["retried"].as_array().map(Vec::len),
+        Some(retried.iter().filter(|&&r| r).count())
+    );
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("run again after the others")));
+    std::fs::remove_dir_all(&opts.out).unwrap();
+}
+
 /// `softswitch-exp run` exits 3 when a kept repeat is NOT FAITHFUL (its
 /// results written), 0 with `--allow-unfaithful`.
 #[test]

@@ -10,7 +10,10 @@
 #   scripts/paper-runs.sh all               # every one, in the listed order
 #   SHARD=K/N scripts/paper-runs.sh NAME    # only shard K of N (archive/<name>/<run>-shardK)
 #
-# Each run is `--retry-unfaithful 1` (and 5 repeats but where listed); the exact command is in the
+# Each run is `--retry-unfaithful 1 --retry-later` (an unfaithful
+# combination is run again once, after every other's first attempt: retries
+# at once mostly met the same slow machine; README, "Retries") and 5
+# repeats but where listed; the exact command is in the
 # archived manifest.json (`command`) and in every generated table's caption.
 # The runs take hours in all (softswitch-exp plan tells each one's time);
 # on a machine whose load comes and goes, fewer repeats hold, and the
@@ -35,12 +38,12 @@ EXPERIMENTS=(
   "leafspine-pred|scenarios/leafspine-pred.toml|--repeat 5"
 )
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 list() {
   for e in "${EXPERIMENTS[@]}"; do
     IFS='|' read -r name sc extra <<<"$e"
-    printf '%-24s softswitch-exp run %s --retry-unfaithful 1 %s\n' "$name" "$sc" "$extra"
+    printf '%-24s softswitch-exp run %s --retry-unfaithful 1 --retry-later %s\n' "$name" "$sc" "$extra"
   done
 }
 
@@ -77,7 +80,7 @@ for name in "${NAMES[@]}"; do
   [ -n "$found" ] || { echo "paper-runs.sh: no experiment '$name' (--list)" >&2; exit 2; }
   IFS='|' read -r _ sc extra <<<"$found"
   # shellcheck disable=SC2206
-  args=(--retry-unfaithful 1 $extra)
+  args=(--retry-unfaithful 1 --retry-later $extra)
   if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
   if [ "$PLAN_ONLY" -eq 1 ]; then
     # What `plan` takes of the run's arguments.

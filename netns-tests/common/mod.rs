@@ -921,6 +921,7 @@ pub fn exp_options(test: &str) -> (softswitch::exp::RunOptions, String) {
             scaling: None,
             first_repeat: 0,
             retry_unfaithful: 0,
+            retry_later: false,
             shard: None,
             pcap: false,
         },

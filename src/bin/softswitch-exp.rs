@@ -66,6 +66,15 @@ enum Cmd {
         /// only faithful repeats count, and a point short of them says so.
         #[arg(long, value_name = "N", default_value_t = 0)]
         retry_unfaithful: u32,
+        /// With --retry-unfaithful: run the unfaithful combinations again
+        /// only after every combination's first attempt (in passes, in
+        /// order), not at once. Where a machine's speed comes and goes over
+        /// minutes (a VM's host), an attempt right after an unfaithful one
+        /// mostly meets the same machine; a later one may not. Same seeds,
+        /// same directories and counts; only the order of attempts differs
+        /// (recorded in manifest.json's `retry_later`).
+        #[arg(long, requires = "retry_unfaithful")]
+        retry_later: bool,
         /// Time dilation D, overriding the scenario's `dilation`: every
         /// rate and time in the scenario stays emulated while the switch,
         /// the hosts' timers and the traffic run D times slower (the wire
@@ -253,6 +262,7 @@ fn options(scenario: &std::path::Path, out: PathBuf, quick: bool, progress: bool
         scaling: None,
         first_repeat: 0,
         retry_unfaithful: 0,
+        retry_later: false,
         shard: None,
         pcap: false,
     }
@@ -500,6 +510,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             repeat,
             first_repeat,
             retry_unfaithful,
+            retry_later,
             dilation,
             allow_unfaithful,
             shard,
@@ -542,6 +553,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             let mut opts = options(&scenario, out, quick, !no_progress);
             opts.first_repeat = first_repeat;
             opts.retry_unfaithful = retry_unfaithful;
+            opts.retry_later = retry_later;
             if let Some(s) = shard {
                 opts.shard = Some(s.parse().map_err(|e| {
                     eprintln!("softswitch-exp: --shard {e}");

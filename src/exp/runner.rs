@@ -99,6 +99,9 @@ pub struct RunOptions {
     /// many more times (`--retry-unfaithful`), keeping each unfaithful
     /// attempt as `<dir>.unfaithful<k>`.
     pub retry_unfaithful: u32,
+    /// Those further attempts only after every combination's first
+    /// (`--retry-later`), not at once.
+    pub retry_later: bool,
     /// Run only this shard of the combinations (`--shard K/N`,
     /// [`super::plan`]).
     pub shard: Option<super::plan::Shard>,
@@ -573,6 +576,8 @@ fn manifest(
         "host_dilation": sc.host_dilation(),
         "rps": sc.rps().to_string(),
         "shard": opts.shard.map(|s| s.to_string()),
+        "retry_unfaithful": opts.retry_unfaithful,
+        "retry_later": opts.retry_later,
         "capture": capture_manifest(sc, opts),
     })
 }
@@ -640,6 +645,22 @@ fn progress_bar(show: bool, len: usize) -> indicatif::ProgressBar {
     b
 }
 
+/// What `run_combos` keeps of an attempt once it is written to disk.
+struct Attempt {
+    faithful: bool,
+    reasons: Vec<String>,
+    /// "<dir>: k of n flows recorded", when short.
+    short: Option<String>,
+}
+
+/// What the attempts' callbacks share: the run's manifest, its notes and
+/// its progress bar.
+struct Book<'a> {
+    manifest: &'a mut Value,
+    notes: Vec<String>,
+    bar: indicatif::ProgressBar,
+}
+
 /// Runs every combination in order; notes on unfaithful or incomplete ones.
 fn run_combos(
     sc: &Scenario,
@@ -650,91 +671,135 @@ fn run_combos(
     delay: Option<Duration>,
     placement: Option<&Placement>,
 ) -> Result<Vec<String>> {
-    let bar = progress_bar(opts.progress, combos.len());
-    let mut notes = Vec::new();
-    for (done, combo) in combos.iter().enumerate() {
-        check_stop(&opts.stop)?;
-        let tag = match combo.sweep {
-            SweepValue::Load(l) => format!(" load {l:.2}"),
-            SweepValue::Fanin(n) => format!(" fan-in {n}"),
-            SweepValue::Flows(n) => format!(" {n} flows"),
-            SweepValue::None => String::new(),
-        };
-        bar.set_message(format!("{}{tag} (repeat {})", combo.aqm, combo.repeat));
-        let r = until_faithful(
-            opts.retry_unfaithful,
-            || {
-                check_stop(&opts.stop)?;
+    let mut book = Book {
+        manifest,
+        notes: Vec::new(),
+        bar: progress_bar(opts.progress, combos.len()),
+    };
+    let tag = |combo: &Combo| match combo.sweep {
+        SweepValue::Load(l) => format!(" load {l:.2}"),
+        SweepValue::Fanin(n) => format!(" fan-in {n}"),
+        SweepValue::Flows(n) => format!(" {n} flows"),
+        SweepValue::None => String::new(),
+    };
+    let last = attempt_all(
+        &mut book,
+        combos.len(),
+        opts.retry_unfaithful,
+        opts.retry_later,
+        |book, i| {
+            check_stop(&opts.stop)?;
+            let combo = &combos[i];
+            let tag = tag(combo);
+            book.bar
+                .set_message(format!("{}{tag} (repeat {})", combo.aqm, combo.repeat));
+            let r =
                 combo::run_combo(sc, opts, topo, combo, delay, placement).with_context(|| {
                     format!(
                         "combination {} ({}{tag}, repeat {})",
                         combo.index, combo.aqm, combo.repeat
                     )
-                })
-            },
-            |r| r.fidelity.faithful,
-            |k, r| {
-                // Out of the way of the next attempt and of the summary
-                // (which reads the manifest's directories), kept.
-                let aside = format!("{}.unfaithful{k}", combo.dir);
-                fs::rename(opts.out.join(&combo.dir), opts.out.join(&aside))
-                    .with_context(|| format!("keeping {} as {aside}", combo.dir))?;
-                let line = format!(
-                    "NOT FAITHFUL {} (attempt {k} of {}; kept as {aside}, run again): {}",
+                })?;
+            let short = (r.flows.len() < r.expected && r.statics.is_empty()).then(|| {
+                format!(
+                    "{}: {} of {} flows recorded",
                     combo.dir,
-                    opts.retry_unfaithful + 1,
-                    r.fidelity.reasons.join("; ")
-                );
-                bar.println(format!("softswitch-exp: {line}"));
-                notes.push(line);
-                retried_entry(manifest, &combo.dir, &aside, &r.fidelity.reasons);
-                Ok(())
-            },
-        )?;
-        if !r.fidelity.faithful {
+                    r.flows.len(),
+                    r.expected
+                )
+            });
+            Ok(Attempt {
+                faithful: r.fidelity.faithful,
+                reasons: r.fidelity.reasons,
+                short,
+            })
+        },
+        |a| a.faithful,
+        |book, i, k, a| {
+            // Out of the way of the next attempt and of the summary
+            // (which reads the manifest's directories), kept.
+            let dir = &combos[i].dir;
+            let aside = format!("{dir}.unfaithful{k}");
+            fs::rename(opts.out.join(dir), opts.out.join(&aside))
+                .with_context(|| format!("keeping {dir} as {aside}"))?;
+            let when = if opts.retry_later {
+                "run again after the others"
+            } else {
+                "run again"
+            };
+            let line = format!(
+                "NOT FAITHFUL {dir} (attempt {k} of {}; kept as {aside}, {when}): {}",
+                opts.retry_unfaithful + 1,
+                a.reasons.join("; ")
+            );
+            book.bar.println(format!("softswitch-exp: {line}"));
+            book.notes.push(line);
+            retried_entry(book.manifest, dir, &aside, &a.reasons);
+            write_json(&opts.out.join("manifest.json"), book.manifest)
+        },
+        |book, done| {
+            book.bar.inc(1);
+            book.manifest["completed"] = json!(done);
+            write_json(&opts.out.join("manifest.json"), book.manifest)
+        },
+    )?;
+    for (combo, a) in combos.iter().zip(last) {
+        if !a.faithful {
             let line = format!(
                 "NOT FAITHFUL {} (left out of the statistics): {}",
                 combo.dir,
-                r.fidelity.reasons.join("; ")
+                a.reasons.join("; ")
             );
-            bar.println(format!("softswitch-exp: {line}"));
-            notes.push(line);
+            book.bar.println(format!("softswitch-exp: {line}"));
+            book.notes.push(line);
         }
-        if r.flows.len() < r.expected && r.statics.is_empty() {
-            notes.push(format!(
-                "{}: {} of {} flows recorded",
-                combo.dir,
-                r.flows.len(),
-                r.expected
-            ));
-        }
-        bar.inc(1);
-        manifest["completed"] = json!(done + 1);
-        write_json(&opts.out.join("manifest.json"), manifest)?;
+        book.notes.extend(a.short);
     }
-    bar.finish_and_clear();
-    Ok(notes)
+    book.bar.finish_and_clear();
+    Ok(book.notes)
 }
 
-/// Runs `attempt` once, and again while `faithful` says no, up to
-/// `retries` more times; before each further attempt `set_aside(k, &result)`
-/// (k = 1, 2, …) moves the unfaithful one out of its way. The last result,
-/// faithful or not.
-fn until_faithful<T>(
+/// Runs `attempt(i)` for every item `i < n`, in order, and again while
+/// `faithful` says no, up to `retries` more times: at once, before the next
+/// item, or with `later` only after every item's first attempt, pass by
+/// pass in order (on a machine whose speed comes and goes over minutes, an
+/// attempt right after an unfaithful one meets the same machine). Before a
+/// further attempt `set_aside(i, k, &last)` (k = 1, 2, …) moves the
+/// unfaithful one out of its way; `first_done(n_done)` counts the items
+/// whose first attempt (and, at once, its retries) is over. The last
+/// attempt of each item, faithful or not.
+fn attempt_all<C, T>(
+    ctx: &mut C,
+    n: usize,
     retries: u32,
-    mut attempt: impl FnMut() -> Result<T>,
+    later: bool,
+    mut attempt: impl FnMut(&mut C, usize) -> Result<T>,
     faithful: impl Fn(&T) -> bool,
-    mut set_aside: impl FnMut(u32, &T) -> Result<()>,
-) -> Result<T> {
-    let mut r = attempt()?;
-    for k in 1..=retries {
-        if faithful(&r) {
-            break;
+    mut set_aside: impl FnMut(&mut C, usize, u32, &T) -> Result<()>,
+    mut first_done: impl FnMut(&mut C, usize) -> Result<()>,
+) -> Result<Vec<T>> {
+    let mut last = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut r = attempt(ctx, i)?;
+        for k in 1..=if later { 0 } else { retries } {
+            if faithful(&r) {
+                break;
+            }
+            set_aside(ctx, i, k, &r)?;
+            r = attempt(ctx, i)?;
         }
-        set_aside(k, &r)?;
-        r = attempt()?;
+        last.push(r);
+        first_done(ctx, i + 1)?;
     }
-    Ok(r)
+    for k in 1..=if later { retries } else { 0 } {
+        for i in 0..n {
+            if !faithful(&last[i]) {
+                set_aside(ctx, i, k, &last[i])?;
+                last[i] = attempt(ctx, i)?;
+            }
+        }
+    }
+    Ok(last)
 }
 
 /// `manifest.retried`: one entry per unfaithful attempt set aside.
@@ -945,6 +1010,7 @@ pub(super) mod tests {
             scaling: None,
             first_repeat: 0,
             retry_unfaithful: 0,
+            retry_later: false,
             shard: None,
             pcap: false,
         }
@@ -1279,48 +1345,114 @@ pub(super) mod tests {
         );
     }
 
+    /// `attempt_all` over `n` items whose attempts are faithful when
+    /// `ok(item, clock)` says so, the clock counting attempts from 0: the
+    /// last attempt of each item (its clock), the attempts set aside
+    /// (item, k, clock) and the `first_done` counts, in order.
+    fn schedule(
+        n: usize,
+        retries: u32,
+        later: bool,
+        ok: impl Fn(usize, u32) -> bool,
+    ) -> (Vec<u32>, Vec<(usize, u32, u32)>, Vec<usize>) {
+        #[derive(Default)]
+        struct Log {
+            clock: u32,
+            aside: Vec<(usize, u32, u32)>,
+            done: Vec<usize>,
+        }
+        let mut log = Log::default();
+        let last = attempt_all(
+            &mut log,
+            n,
+            retries,
+            later,
+            |log, i| {
+                let t = log.clock;
+                log.clock += 1;
+                Ok((i, t))
+            },
+            |&(i, t)| ok(i, t),
+            |log, i, k, &(_, t)| {
+                log.aside.push((i, k, t));
+                Ok(())
+            },
+            |log, d| {
+                log.done.push(d);
+                Ok(())
+            },
+        )
+        .unwrap();
+        (last.iter().map(|&(_, t)| t).collect(), log.aside, log.done)
+    }
+
     #[test]
     fn an_unfaithful_attempt_is_set_aside_and_run_again_up_to_the_limit() {
-        // Attempts return their number; "faithful" from attempt `ok_from`.
-        let go = |retries: u32, ok_from: u32| {
-            let (mut n, mut aside) = (0u32, Vec::new());
-            let last = until_faithful(
-                retries,
-                || {
-                    n += 1;
-                    Ok(n)
-                },
-                |&r| r >= ok_from,
-                |k, &r| {
-                    aside.push((k, r));
-                    Ok(())
-                },
-            )
-            .unwrap();
-            (last, aside)
-        };
+        // One item, faithful from attempt `from` on.
+        let one = |retries, from| schedule(1, retries, false, move |_, t| t >= from);
         // No retries asked: one attempt, whatever it gave.
-        assert_eq!(go(0, 5), (1, vec![]));
+        assert_eq!(one(0, 5), (vec![0], vec![], vec![1]));
         // Faithful at once: nothing set aside.
-        assert_eq!(go(3, 1), (1, vec![]));
+        assert_eq!(one(3, 0), (vec![0], vec![], vec![1]));
         // Faithful at the third attempt: the first two set aside, in order.
-        assert_eq!(go(3, 3), (3, vec![(1, 1), (2, 2)]));
+        assert_eq!(one(3, 2), (vec![2], vec![(0, 1, 0), (0, 2, 1)], vec![1]));
         // Never faithful: 1 + 2 attempts, the last returned, not set aside.
-        assert_eq!(go(2, 99), (3, vec![(1, 1), (2, 2)]));
-        // An error stops it.
+        assert_eq!(one(2, 99), (vec![2], vec![(0, 1, 0), (0, 2, 1)], vec![1]));
+        // An error stops it, from an attempt or from setting one aside.
         let mut calls = 0;
-        let e = until_faithful(
+        let e = attempt_all(
+            &mut calls,
             3,
-            || {
-                calls += 1;
+            3,
+            false,
+            |calls, _| {
+                *calls += 1;
                 anyhow::bail!("the switch died")
             },
             |_: &u32| false,
+            |_, _, _, _| Ok(()),
             |_, _| Ok(()),
         );
         assert!(e.is_err() && calls == 1);
-        let e = until_faithful(3, || Ok(1u32), |_| false, |_, _| anyhow::bail!("rename"));
+        let e = attempt_all(
+            &mut (),
+            1,
+            3,
+            true,
+            |_, _| Ok(1u32),
+            |_| false,
+            |_, _, _, _| anyhow::bail!("rename"),
+            |_, _| Ok(()),
+        );
         assert!(e.unwrap_err().to_string().contains("rename"));
+    }
+
+    #[test]
+    fn later_retries_come_after_every_first_attempt_and_meet_a_later_machine() {
+        // A machine that holds nothing during attempts 1-3 (clock), every
+        // item alike: the time, not the item, decides.
+        let machine = |_: usize, t: u32| !(1..=3).contains(&t);
+        // At once: item 1 fails at 1, again at 2; item 2 fails at 3 and
+        // holds at 4; items 0 and 3 hold at their first attempt.
+        let (last, aside, done) = schedule(4, 1, false, machine);
+        assert_eq!(last, vec![0, 2, 4, 5]);
+        assert_eq!(aside, vec![(1, 1, 1), (2, 1, 3)]);
+        assert_eq!(done, vec![1, 2, 3, 4]);
+        // Later: items 1, 2 and 3 fail at 1-3; their retries, after item
+        // 3's first attempt, at 4-6 all hold.
+        let (last, aside, done) = schedule(4, 1, true, machine);
+        assert_eq!(last, vec![0, 4, 5, 6]);
+        assert_eq!(aside, vec![(1, 1, 1), (2, 1, 2), (3, 1, 3)]);
+        assert_eq!(done, vec![1, 2, 3, 4]);
+        // Passes: with 2 retries, what still fails in pass 1 (item 1 at 3)
+        // is tried in pass 2, set aside as its second attempt; item 0
+        // holds at once and is never retried.
+        let bad = |i: usize, t: u32| i == 0 || t >= 4;
+        let (last, aside, _) = schedule(3, 2, true, bad);
+        assert_eq!(last, vec![0, 5, 4]);
+        assert_eq!(aside, vec![(1, 1, 1), (2, 1, 2), (1, 2, 3)]);
+        // Nothing unfaithful: later or not, one attempt each.
+        assert_eq!(schedule(3, 2, true, |_, _| true).0, vec![0, 1, 2]);
     }
 
     #[test]
