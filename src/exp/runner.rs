@@ -778,10 +778,11 @@ fn attempt_all<C, T>(
     mut set_aside: impl FnMut(&mut C, usize, u32, &T) -> Result<()>,
     mut first_done: impl FnMut(&mut C, usize) -> Result<()>,
 ) -> Result<Vec<T>> {
+    let (at_once, in_passes) = if later { (0, retries) } else { (retries, 0) };
     let mut last = Vec::with_capacity(n);
     for i in 0..n {
         let mut r = attempt(ctx, i)?;
-        for k in 1..=if later { 0 } else { retries } {
+        for k in 1..=at_once {
             if faithful(&r) {
                 break;
             }
@@ -791,7 +792,7 @@ fn attempt_all<C, T>(
         last.push(r);
         first_done(ctx, i + 1)?;
     }
-    for k in 1..=if later { retries } else { 0 } {
+    for k in 1..=in_passes {
         for i in 0..n {
             if !faithful(&last[i]) {
                 set_aside(ctx, i, k, &last[i])?;
