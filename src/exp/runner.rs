@@ -768,6 +768,7 @@ fn run_combos(
 /// unfaithful one out of its way; `first_done(n_done)` counts the items
 /// whose first attempt (and, at once, its retries) is over. The last
 /// attempt of each item, faithful or not.
+#[allow(clippy::too_many_arguments)]
 fn attempt_all<C, T>(
     ctx: &mut C,
     n: usize,
@@ -793,10 +794,10 @@ fn attempt_all<C, T>(
         first_done(ctx, i + 1)?;
     }
     for k in 1..=in_passes {
-        for i in 0..n {
-            if !faithful(&last[i]) {
-                set_aside(ctx, i, k, &last[i])?;
-                last[i] = attempt(ctx, i)?;
+        for (i, r) in last.iter_mut().enumerate() {
+            if !faithful(r) {
+                set_aside(ctx, i, k, r)?;
+                *r = attempt(ctx, i)?;
             }
         }
     }
