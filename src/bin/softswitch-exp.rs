@@ -186,6 +186,11 @@ enum Cmd {
         /// e.g. `--min-dilation 40 --max-dilation 320` for 10 Gbit/s.
         #[arg(long, value_name = "D", default_value_t = 1)]
         min_dilation: u32,
+        /// Probe with the scenario's own flow counts and durations, not
+        /// `--quick`'s: slower, for a scenario whose quick probe holds
+        /// where its full run does not.
+        #[arg(long)]
+        full: bool,
     },
     /// List a sweep's work (no root): every combination with its seed and
     /// expected real duration (D included), the total, and with --shards N
@@ -579,12 +584,14 @@ fn real_main() -> Result<ExitCode, ExitCode> {
             by,
             max_dilation,
             min_dilation,
+            full,
         } => match by {
             CalibrateBy::Rate => calibrate(CalibrateFlags {
                 scenario: &scenario,
                 out,
                 run,
                 no_progress,
+                full,
             }),
             CalibrateBy::Dilation => calibrate_dilation(
                 CalibrateFlags {
@@ -592,6 +599,7 @@ fn real_main() -> Result<ExitCode, ExitCode> {
                     out,
                     run,
                     no_progress,
+                    full,
                 },
                 (min_dilation, max_dilation),
             ),
@@ -686,6 +694,8 @@ struct CalibrateFlags<'a> {
     out: Option<PathBuf>,
     run: bool,
     no_progress: bool,
+    /// Probe without `--quick`.
+    full: bool,
 }
 
 /// What both calibrations share, around their own steps: load the scenario
@@ -711,7 +721,12 @@ fn calibrate_with<C: serde::Serialize>(
     let out = flags
         .out
         .unwrap_or_else(|| PathBuf::from(format!("results/{name}-calibrate-{}", utc_stamp())));
-    let opts = options(scenario, out.join("trials"), true, !flags.no_progress);
+    let opts = options(
+        scenario,
+        out.join("trials"),
+        !flags.full,
+        !flags.no_progress,
+    );
     let cal = match search(&sc, &name, &opts) {
         Ok(c) => c,
         Err(e) => return Err(interrupted_or_failed(&e, &opts)),
@@ -866,6 +881,15 @@ mod tests {
         assert!(
             Cli::try_parse_from("softswitch-exp calibrate s.toml --by speed".split(' ')).is_err()
         );
+        // The probe is quick unless --full asks for the scenario's own size.
+        let Cmd::Calibrate { full, .. } = parse("softswitch-exp calibrate s.toml") else {
+            panic!()
+        };
+        assert!(!full);
+        let Cmd::Calibrate { full, .. } = parse("softswitch-exp calibrate s.toml --full") else {
+            panic!()
+        };
+        assert!(full);
     }
 
     #[test]

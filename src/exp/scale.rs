@@ -215,7 +215,8 @@ pub const PAYLOAD_PER_WIRE: f64 = 1448.0 / 1538.0;
 /// held when they carry ≥ 93 % of it as goodput.
 pub const MIN_UTILISATION: f64 = 0.93;
 
-/// Runs [`probe`] of `sc` (quick) at each of [`candidates`] until the guard
+/// Runs [`probe`] of `sc` (quick when `opts.quick`, as `calibrate` runs it
+/// unless `--full`) at each of [`candidates`] until the guard
 /// calls every combination faithful and, for static flows, the goodput is
 /// at least [`MIN_UTILISATION`] of what the link carries. Each trial's
 /// results go to `opts.out/<rate>`.
@@ -231,7 +232,6 @@ pub fn calibrate(
         let (s, how) = scale(&probe, &rate, "calibration trial")?;
         let mut o = opts.clone();
         o.out = opts.out.join(&rate);
-        o.quick = true;
         o.scaling = Some(how);
         super::run(&s, &format!("{name}-calibrate"), &o)?;
         let summary: serde_json::Value =
@@ -258,7 +258,8 @@ pub fn calibrate(
         rate: found,
         trials,
         rule: format!(
-            "the heaviest point of the sweep through the first AQM, quick: the fidelity guard passes every combination and static flows reach ≥ {:.0} % of the link's TCP payload rate",
+            "the heaviest point of the sweep through the first AQM, {}: the fidelity guard passes every combination and static flows reach ≥ {:.0} % of the link's TCP payload rate",
+            probe_size(opts),
             MIN_UTILISATION * 100.0
         ),
     })
@@ -431,6 +432,17 @@ pub fn judge_dilation_trial(d: Dilation, summary: &serde_json::Value) -> Dilatio
     }
 }
 
+/// How a calibration's probe ran, for its rule: `quick` (as `run --quick`)
+/// or `full` (`calibrate --full`: the scenario's own flow counts and
+/// durations, where a quick probe held but the full run did not).
+fn probe_size(opts: &super::RunOptions) -> &'static str {
+    if opts.quick {
+        "quick"
+    } else {
+        "full"
+    }
+}
+
 /// The probe a dilation calibration runs: [`probe`] with up to
 /// [`DILATION_PROBE_REPEATS`] repeats.
 pub fn dilation_probe(sc: &Scenario) -> Scenario {
@@ -439,9 +451,9 @@ pub fn dilation_probe(sc: &Scenario) -> Scenario {
     p
 }
 
-/// Runs [`dilation_probe`] of `sc` (quick) at D = `min`, 2·`min`, … up to
-/// `max` until the guard passes every repeat. Each trial's results go to
-/// `opts.out/d<D>`.
+/// Runs [`dilation_probe`] of `sc` (quick when `opts.quick`) at D = `min`,
+/// 2·`min`, … up to `max` until the guard passes every repeat. Each trial's
+/// results go to `opts.out/d<D>`.
 pub fn calibrate_dilation(
     sc: &Scenario,
     name: &str,
@@ -455,7 +467,6 @@ pub fn calibrate_dilation(
         s.dilation = Some(d.factor());
         let mut o = opts.clone();
         o.out = opts.out.join(format!("d{d}"));
-        o.quick = true;
         super::run(&s, &format!("{name}-calibrate"), &o)?;
         let summary: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(o.out.join("summary.json"))?)?;
@@ -478,7 +489,8 @@ pub fn calibrate_dilation(
         dilation: found,
         trials,
         rule: format!(
-            "the heaviest point of the sweep through the first AQM, quick, {} repeat(s), at D = {}: the smallest D at which the fidelity guard passes every repeat",
+            "the heaviest point of the sweep through the first AQM, {}, {} repeat(s), at D = {}: the smallest D at which the fidelity guard passes every repeat",
+            probe_size(opts),
             probe.repeat,
             candidates
                 .iter()
