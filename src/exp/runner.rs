@@ -637,7 +637,7 @@ fn progress_bar(show: bool, len: usize) -> indicatif::ProgressBar {
     let b = indicatif::ProgressBar::new(len as u64);
     b.set_style(
         indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} combos, eta {eta} — {msg}",
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} attempts, eta {eta} — {msg}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
@@ -708,6 +708,7 @@ fn run_combos(
                     r.expected
                 )
             });
+            book.bar.inc(1);
             Ok(Attempt {
                 faithful: r.fidelity.faithful,
                 reasons: r.fidelity.reasons,
@@ -733,12 +734,14 @@ fn run_combos(
                 a.reasons.join("; ")
             );
             book.bar.println(format!("softswitch-exp: {line}"));
+            // One more attempt to come: the bar counts attempts, so it is
+            // not full while retries after the others still run.
+            book.bar.inc_length(1);
             book.notes.push(line);
             retried_entry(book.manifest, dir, &aside, &a.reasons);
             write_json(&opts.out.join("manifest.json"), book.manifest)
         },
         |book, done| {
-            book.bar.inc(1);
             book.manifest["completed"] = json!(done);
             write_json(&opts.out.join("manifest.json"), book.manifest)
         },
