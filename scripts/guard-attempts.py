@@ -12,32 +12,10 @@ inside tx kicks, and the switch thread's stolen time (the VM's host not
 running it). It answers "why did these repeats not hold": the machine's own
 work (stalls inside kicks, where the hosts' stacks run) or its host (steal).
 """
-import gzip
 import json
-import os
 import sys
 
-
-def combos_of(path):
-    """An archive's combos.json.gz, or a results directory's combination
-    directories (each with its result.json and switch.json)."""
-    archived = os.path.join(path, "combos.json.gz")
-    if os.path.exists(archived):
-        with gzip.open(archived) as f:
-            return json.load(f)
-    combos = {}
-    for name in os.listdir(path):
-        result = os.path.join(path, name, "result.json")
-        if not os.path.exists(result):
-            continue  # base_rtt, logs, or a combination still running
-        with open(result) as f:
-            c = {"result": json.load(f)}
-        switch = os.path.join(path, name, "switch.json")
-        if os.path.exists(switch):
-            with open(switch) as f:
-                c["switch"] = json.load(f)
-        combos[name] = c
-    return combos
+from archive_combos import combos_of
 
 
 def main(archives):

@@ -16,28 +16,10 @@ The per-hop numbers are result.json's `hops` (the switch's counters at
 the end of the run); `softswitch-exp report` has each as hop.<name>.*,
 with its spread; this prints them per run, as the console did.
 """
-import gzip
-import json
 import os
 import sys
 
-
-def combos(path):
-    """(name, result) of every combination kept under path."""
-    archived = os.path.join(path, "combos.json.gz")
-    if os.path.exists(archived):
-        with gzip.open(archived, "rt") as f:
-            for name, combo in sorted(json.load(f).items()):
-                yield name, combo.get("result") or {}
-        return
-    for name in sorted(os.listdir(path)):
-        result = os.path.join(path, name, "result.json")
-        if os.path.exists(result):
-            try:
-                with open(result) as f:
-                    yield name, json.load(f)
-            except json.JSONDecodeError:
-                continue  # a combination still running
+from archive_combos import combos_of
 
 
 def main(argv):
@@ -49,7 +31,8 @@ def main(argv):
     for path in argv:
         if not os.path.isdir(path):
             sys.exit(f"{path}: not a directory (give an archived run or a results directory)")
-        for name, result in combos(path):
+        for name, combo in sorted(combos_of(path).items()):
+            result = combo.get("result") or {}
             hops = result.get("hops") or []
             if not hops:
                 continue

@@ -12,29 +12,10 @@ time and ends near its start settled; near-equal more / less counts and a
 min_K far from its start are a random walk (scenarios/README.md, "PRED:
 queue length vs number of flows").
 """
-import gzip
-import json
 import os
 import sys
 
-
-def combos(path):
-    """(name, switch report, result) of every combination kept under path."""
-    archived = os.path.join(path, "combos.json.gz")
-    if os.path.exists(archived):
-        with gzip.open(archived, "rt") as f:
-            for name, combo in sorted(json.load(f).items()):
-                yield name, combo.get("switch") or {}, combo.get("result") or {}
-        return
-    for name in sorted(os.listdir(path)):
-        report = os.path.join(path, name, "switch.json")
-        result = os.path.join(path, name, "result.json")
-        if os.path.exists(report) and os.path.exists(result):
-            try:
-                with open(report) as f, open(result) as g:
-                    yield name, json.load(f), json.load(g)
-            except json.JSONDecodeError:
-                continue  # a combination still running
+from archive_combos import combos_of
 
 
 def main(paths):
@@ -45,7 +26,8 @@ def main(paths):
     for path in paths:
         if not os.path.isdir(path):
             sys.exit(f"{path}: not a directory (give an archived run or a results directory)")
-        for name, switch, result in combos(path):
+        for name, combo in sorted(combos_of(path).items()):
+            switch, result = combo.get("switch") or {}, combo.get("result") or {}
             faithful = (result.get("fidelity") or {}).get("faithful")
             verdict = {True: "faithful", False: "NOT"}.get(faithful, "-")
             for i, port in enumerate(switch.get("ports", [])):
