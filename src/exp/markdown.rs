@@ -86,7 +86,9 @@ pub struct ReportArgs {
         requires = "markdown"
     )]
     pub points: Vec<String>,
-    /// Only these schemes, comma-separated (the baseline is always shown).
+    /// Only these schemes, comma-separated, and the baselines they are
+    /// compared with. With `--compare` a bare AQM (`tcn`) keeps it in every run, a
+    /// labelled one (`D64:tcn`) in that run only.
     #[arg(
         long,
         value_delimiter = ',',
@@ -226,16 +228,32 @@ fn dirty_word(d: Option<bool>) -> &'static str {
     }
 }
 
+/// Whether `aqm` (labelled `LABEL:AQM` in runs compared apart) is one of
+/// `schemes`, which may name it bare or labelled.
+fn scheme_matches(schemes: &[String], aqm: &str) -> bool {
+    let bare = aqm.rsplit_once(':').map_or(aqm, |(_, a)| a);
+    schemes.iter().any(|s| s == aqm || s == bare)
+}
+
 /// The table and its caption.
 fn render(loaded: &Loaded, s: &Summary, args: &ReportArgs, command: &str) -> Result<String> {
-    let keep_scheme = |p: &Point| {
-        args.schemes.is_empty() || args.schemes.contains(&p.aqm) || p.baseline.is_none()
-    };
-    let points: Vec<&Point> = s
+    let chosen = |p: &Point| args.schemes.is_empty() || scheme_matches(&args.schemes, &p.aqm);
+    let at_points: Vec<&Point> = s
         .points
         .iter()
         .filter(|p| args.points.is_empty() || args.points.contains(&p.sweep.tag()))
-        .filter(|p| keep_scheme(p))
+        .collect();
+    // A baseline row stays when it is chosen or a chosen row is compared
+    // with it.
+    let compared_with = |b: &Point| {
+        at_points.iter().any(|q| {
+            chosen(q) && q.sweep.tag() == b.sweep.tag() && q.baseline.as_deref() == Some(&b.aqm)
+        })
+    };
+    let points: Vec<&Point> = at_points
+        .iter()
+        .copied()
+        .filter(|p| chosen(p) || (p.baseline.is_none() && compared_with(p)))
         .collect();
     if points.is_empty() {
         bail!(
@@ -741,6 +759,36 @@ mod tests {
         assert!(!none.contains("Holm-adjusted"), "{none}");
         assert!(holm_words(1).contains("the 1 comparison of this table"));
         assert!(holm_words(20).contains("Holm-adjusted over the 20 comparisons"));
+    }
+
+    #[test]
+    fn schemes_choose_rows_bare_or_labelled_when_runs_are_compared_apart() {
+        let root = tempfile::tempdir().unwrap();
+        results_dir(root.path(), "d1", 1.0, |r| 100 + 10 * r as u64);
+        results_dir(root.path(), "d4", 4.0, |r| 100 + 10 * r as u64);
+        let rows = |extra: &str| -> Vec<String> {
+            let a = args(&format!(
+                "d1 d4 --compare --markdown --metrics fct.small.mean_us{extra}"
+            ));
+            let t = table(&a, root.path(), "x").unwrap();
+            t.lines()
+                .skip(2)
+                .take_while(|l| l.starts_with('|'))
+                .map(|l| l.split('|').nth(2).unwrap().trim().to_owned())
+                .collect()
+        };
+        assert_eq!(rows(""), ["D1:dctcp", "D1:tcn", "D4:dctcp", "D4:tcn"]);
+        // The bare AQM in every run; the reference it is compared with stays.
+        assert_eq!(rows(" --schemes tcn"), ["D1:tcn", "D4:tcn"]);
+        // A labelled one in that run, with its reference.
+        assert_eq!(rows(" --schemes D4:dctcp"), ["D1:dctcp", "D4:dctcp"]);
+        let e = table(
+            &args("d1 d4 --compare --markdown --metrics drops --schemes codel"),
+            root.path(),
+            "x",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no point"), "{e}");
     }
 
     #[test]
