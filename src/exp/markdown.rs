@@ -246,9 +246,9 @@ fn render(loaded: &Loaded, s: &Summary, args: &ReportArgs, command: &str) -> Res
     // A baseline row stays when it is chosen or a chosen row is compared
     // with it.
     let compared_with = |b: &Point| {
-        at_points.iter().any(|q| {
-            chosen(q) && q.sweep.tag() == b.sweep.tag() && q.baseline.as_deref() == Some(&b.aqm)
-        })
+        at_points
+            .iter()
+            .any(|q| chosen(q) && q.sweep == b.sweep && q.baseline.as_deref() == Some(&b.aqm))
     };
     let points: Vec<&Point> = at_points
         .iter()
